@@ -1,0 +1,1 @@
+"""Shortlist: which environments can GRPO actually improve my model on?"""
