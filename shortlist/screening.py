@@ -1,0 +1,75 @@
+"""Screening: sample the trainee on a family as GRPO would, read the reward spread, give a verdict."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+
+from shortlist import families as families_
+from shortlist import trainee
+from shortlist.sampling import Sampler
+from shortlist.scoring import Scorer
+
+PREDICT_SEED = 500  # screening tasks are seeds PREDICT_SEED .. PREDICT_SEED + tasks - 1
+TASKS = 24
+
+
+@dataclass
+class Screen:
+    family: str
+    tasks: int
+    k: int
+    pass1: float  # share of all samples that are correct (score >= 1)
+    passk: float  # share of tasks with at least one correct sample
+    mean: float  # mean raw score
+    signal_raw: float  # share of tasks whose k raw rewards are not all equal: GRPO gets a gradient
+    signal_correct: float  # share of tasks that mix correct and incorrect samples
+    learnability: float  # mean over tasks of p(1 - p), p = the task's share of correct samples
+    extracted: float  # share of samples from which trainee.clean() extracted an answer
+    verdict: str
+    prediction: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def summarize(family: str, groups: list[list[float]], extracted: float) -> Screen:
+    """The statistics of k scores per task, and the trainee's verdict on them."""
+    k = len(groups[0])
+    flat = [s for g in groups for s in g]
+    correct = [[s >= 1.0 for s in g] for g in groups]
+    pass1 = sum(map(sum, correct)) / len(flat)
+    mean = sum(flat) / len(flat)
+    signal_correct = sum(0 < sum(c) < k for c in correct) / len(groups)
+    verdict = trainee.rule(pass1, mean, signal_correct)
+    return Screen(family=family, tasks=len(groups), k=k, pass1=pass1, passk=sum(map(any, correct)) / len(groups),
+                  mean=mean, signal_raw=sum(max(g) - min(g) > 1e-9 for g in groups) / len(groups),
+                  signal_correct=signal_correct,
+                  learnability=sum((sum(c) / k) * (1 - sum(c) / k) for c in correct) / len(groups),
+                  extracted=extracted, verdict=verdict, prediction=trainee.prediction(verdict))
+
+
+def screen(sampler: Sampler, scorer: Scorer, family, tasks: int = TASKS, k: int = trainee.GROUP,
+           first_seed: int = PREDICT_SEED, seed: int = 0) -> Screen:
+    family = families_.parse(family)
+    rows = family.tasks(range(first_seed, first_seed + tasks))
+    torch.manual_seed(seed)  # the same model screens the same way twice
+    completions = sampler.complete([r["question"] for r in rows], k=k)
+    answers = [trainee.clean(c) for group in completions for c in group]
+    scores = scorer.score(family, [r["seed"] for r in rows for _ in range(k)], answers)
+    groups = [scores[i * k:(i + 1) * k] for i in range(tasks)]
+    return summarize(family.key, groups, sum(a is not None for a in answers) / len(answers))
+
+
+COLUMNS = [("family", "family", "{}"), ("pass@1", "pass1", "{:.2f}"), ("pass@k", "passk", "{:.2f}"),
+           ("mean", "mean", "{:.3f}"), ("signal(raw)", "signal_raw", "{:.2f}"),
+           ("signal(correct)", "signal_correct", "{:.2f}"), ("extracted", "extracted", "{:.2f}"),
+           ("verdict", "verdict", "{}")]
+
+
+def table(screens: list[Screen]) -> str:
+    """A plain-text verdict table."""
+    cells = [[h for h, _, _ in COLUMNS]] + [[fmt.format(getattr(s, f)) for _, f, fmt in COLUMNS] for s in screens]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(COLUMNS))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
+    return "\n".join(lines[:1] + ["  ".join("-" * w for w in widths)] + lines[1:])

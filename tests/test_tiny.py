@@ -1,0 +1,35 @@
+from pathlib import Path
+
+from shortlist import tiny, trainee
+
+
+def test_builds_once_into_its_cache(tiny_model):
+    path = tiny.ensure()
+    assert path == tiny.path() and tiny_model.source["path"] == str(path)
+    assert tiny_model.source["revision"] == tiny.fingerprint(path)
+    assert sum(f.stat().st_size for f in Path(path).iterdir()) < 2_000_000  # a few hundred KB of weights
+
+
+def test_is_qwen3_shaped_and_small(tiny_model):
+    model = tiny_model.model
+    assert model.config.model_type == "qwen3"
+    assert sum(p.numel() for p in model.parameters()) < 300_000
+
+
+def test_chat_template_honours_enable_thinking(tiny_model):
+    tok = tiny_model.tokenizer
+    off = tok.apply_chat_template(trainee.messages("q"), add_generation_prompt=True, tokenize=False,
+                                  enable_thinking=False)
+    on = tok.apply_chat_template(trainee.messages("q"), add_generation_prompt=True, tokenize=False)
+    assert off.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n") and on.endswith("<|im_start|>assistant\n")
+
+
+def test_tokenizer_round_trips_text(tiny_model):
+    tok = tiny_model.tokenizer
+    text = "State the final answer: 12 + 7 = <answer>19</answer> ünïcödé ∧∨¬"
+    assert tok.decode(tok(text, add_special_tokens=False)["input_ids"]) == text
+
+
+def test_ships_qwen3s_generation_config_for_sampling_to_override(tiny_model):
+    g = tiny_model.model.generation_config
+    assert (g.top_k, g.top_p, g.temperature) == (20, 0.95, 0.6)
