@@ -1,0 +1,148 @@
+"""The proof on one family: evaluate, train with GRPO + LoRA on the family's reward, evaluate again.
+
+run_family() checks the committed predictions first (one line, before any model loads), resumes
+what a dead run left (the evaluation before training, the last LoRA checkpoint), and writes the
+family's result atomically: metrics, every completion, the reward curve, timings, versions, the
+device and the predictions hash it was checked against.
+"""
+from __future__ import annotations
+
+import math
+import os
+import random
+import time
+import warnings
+
+# GRPOTrainer cannot use nn.DataParallel, which Trainer picks when several GPUs are visible
+# (Kaggle's T4 x2): one process trains on one GPU, and the batch runner gives each its own.
+os.environ.setdefault("CUDA_VISIBLE_DEVICES", "0")
+
+# TRL's config still sets the alias transformers 5 renamed; the value (False) is what matters
+warnings.filterwarnings("ignore", message=r".*gradient_checkpointing.*deprecated", category=FutureWarning)
+
+from proof import commit, evaluate, files, provenance, stats  # noqa: E402
+from proof.settings import Settings  # noqa: E402
+from shortlist import families as families_  # noqa: E402
+from shortlist import sampling, scoring, trainee  # noqa: E402
+
+CURVE_KEYS = {"reward": "reward", "reward_std": "reward_std", "frac_reward_zero_std": "frac_reward_zero_std",
+              "completion_length": "completions/mean_length", "clipped_ratio": "completions/clipped_ratio",
+              "entropy": "entropy", "loss": "loss", "step_time": "step_time"}
+
+
+def grpo_config(settings: Settings, output_dir: str):
+    import torch
+    from trl import GRPOConfig
+    return GRPOConfig(
+        output_dir=output_dir, max_steps=settings.steps, learning_rate=settings.lr, seed=settings.seed,
+        per_device_train_batch_size=settings.batch_per_device, gradient_accumulation_steps=settings.grad_accum,
+        num_generations=settings.group, max_completion_length=settings.max_new_tokens,
+        temperature=trainee.TEMPERATURE, top_p=trainee.TOP_P, top_k=trainee.TOP_K, min_p=trainee.MIN_P,
+        repetition_penalty=trainee.REPETITION_PENALTY,
+        chat_template_kwargs={"enable_thinking": trainee.ENABLE_THINKING},
+        bf16=False, fp16=False,  # fp32: a T4 has no bf16, and fp16 gives NaN losses with Qwen3
+        gradient_checkpointing=False, logging_steps=settings.logging_steps, report_to=[], disable_tqdm=True,
+        save_strategy="steps" if settings.checkpoint_every else "no", save_steps=settings.checkpoint_every or 1,
+        save_total_limit=1, dataloader_pin_memory=torch.cuda.is_available())
+
+
+def reward_function(scorer: scoring.Scorer, family: families_.Family):
+    def reward(prompts, completions, seed, **_):
+        texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]
+        return scorer.score(family, seed, [trainee.clean(t) for t in texts])
+    return reward
+
+
+def progress_callback(log):
+    from transformers import TrainerCallback
+
+    class Progress(TrainerCallback):
+        """One short line per logged step: papermill shows it, and no progress bar floods the notebook."""
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if logs and "reward" in logs:
+                log(f"step {state.global_step}/{state.max_steps}: reward {logs['reward']:.3f} "
+                    f"(std {logs.get('reward_std', 0):.3f}, zero-std groups {logs.get('frac_reward_zero_std', 0):.2f}), "
+                    f"length {logs.get('completions/mean_length', 0):.1f}")
+    return Progress()
+
+
+def train(loaded: sampling.Loaded, settings: Settings, family: families_.Family, scorer: scoring.Scorer,
+          checkpoints: str, log=print):
+    """GRPO + LoRA from the last checkpoint, if any; returns the merged model and the log history."""
+    import torch
+    from datasets import Dataset
+    from peft import LoraConfig
+    from transformers import PrinterCallback
+    from transformers.trainer_utils import get_last_checkpoint
+    from trl import GRPOTrainer
+
+    rows = family.tasks(settings.seed_ranges()["train"])
+    random.Random(0).shuffle(rows)
+    dataset = Dataset.from_list([{"prompt": trainee.messages(r["question"]), "seed": r["seed"]} for r in rows])
+    trainer = GRPOTrainer(
+        model=loaded.model, processing_class=loaded.tokenizer, reward_funcs=[reward_function(scorer, family)],
+        args=grpo_config(settings, checkpoints), train_dataset=dataset, callbacks=[progress_callback(log)],
+        peft_config=LoraConfig(r=settings.lora_r, lora_alpha=settings.lora_alpha, target_modules="all-linear",
+                               task_type="CAUSAL_LM"))
+    trainer.remove_callback(PrinterCallback)  # Progress logs a short line instead of every metric
+    resume = get_last_checkpoint(checkpoints) if os.path.isdir(checkpoints) else None
+    if resume:
+        log(f"resuming from {resume}")
+    trainer.train(resume_from_checkpoint=resume)
+    merged = trainer.model.merge_and_unload()
+    merged.eval()
+    return merged, trainer.state.log_history
+
+
+def curve(log_history: list[dict]) -> list[dict]:
+    def finite(x):  # JSON has no NaN; a step that logged none shows as a gap
+        return x if isinstance(x, (int, float)) and math.isfinite(x) else None
+    return [{"step": h["step"], **{k: finite(h.get(v)) for k, v in CURVE_KEYS.items()}}
+            for h in log_history if "reward" in h]
+
+
+def run_family(settings: Settings, family: str, log=print) -> dict:
+    settings.validate()
+    family = families_.parse(family)
+    body, sha = commit.verified(settings, family.key)  # refuses before any model loads
+    path = files.result(settings.out, family.slug)
+    if path.exists() and (old := files.read_json(path)).get("status") == "done" and old.get("predictions_sha256") == sha:
+        log(f"{family.key}: result already there ({path})")
+        return old
+    work = files.work(settings.out, family.slug)
+    timings: dict = {}
+    loaded = sampling.load(settings.model)
+    with scoring.Scorer(deadline_s=settings.score_deadline_s) as scorer:
+        before_path = work / "before.json"
+        if before_path.exists() and files.read_json(before_path).get("predictions_sha256") == sha:
+            before = files.read_json(before_path)["evaluation"]
+        else:
+            started = time.perf_counter()
+            before = evaluate.evaluate(sampling.Sampler(loaded, settings.sample_batch, settings.max_new_tokens),
+                                       scorer, family, settings.seed_ranges()["eval"])
+            timings["eval_before_s"] = time.perf_counter() - started
+            files.write_json(before_path, {"predictions_sha256": sha, "evaluation": before})
+        log(f"{family.key}: before training, accuracy {before['accuracy']:.3f}, mean score {before['mean_score']:.3f}")
+        started = time.perf_counter()
+        trained, history = train(loaded, settings, family, scorer, str(work / "checkpoints"), log)
+        timings["train_s"] = time.perf_counter() - started
+        started = time.perf_counter()
+        after = evaluate.evaluate(sampling.Sampler(sampling.Loaded(trained, loaded.tokenizer, loaded.source),
+                                                   settings.sample_batch, settings.max_new_tokens),
+                                  scorer, family, settings.seed_ranges()["eval"])
+        timings["eval_after_s"] = time.perf_counter() - started
+        score_counts = vars(scorer.counts[family.key])
+    prediction = commit.prediction_for(body, family.key)
+    gain = stats.paired_gain(before["scores"], after["scores"], settings.bootstrap_n)
+    improved = stats.improved(gain, settings.alpha)
+    steps = curve(history)
+    timings["seconds_per_step"] = timings["train_s"] / settings.steps
+    result = {"status": "done", "family": family.key, "slug": family.slug, "predictions_sha256": sha,
+              "model": loaded.source, "settings": settings.protocol(), "prediction": prediction,
+              "before": before, "after": after, "gain": gain, "improved": improved,
+              "held": improved == (prediction["prediction"] == "improves"),
+              "reward_curve": steps, "timings": timings, "scoring": score_counts, **provenance.stamp()}
+    files.write_json(path, result)
+    log(f"{family.key}: predicted {prediction['prediction']}; mean score {before['mean_score']:.3f} -> "
+        f"{after['mean_score']:.3f} (gain {gain['gain']:+.3f}, p={gain['p']:.3f}); held: {result['held']}")
+    return result

@@ -1,0 +1,86 @@
+import json
+
+import pytest
+
+from proof import commit, files, settings as settings_, train
+from proof.commit import CommitError
+from shortlist import screening, trainee
+
+
+@pytest.fixture
+def committed(tmp_path):
+    """Predictions for the smoke families, committed without a model (synthetic screens)."""
+    s = settings_.make("smoke", out=str(tmp_path / "run"))
+    screens = [screening.summarize(f, [[1.0, 0.0] * 4] * 8, 1.0).as_dict() for f in s.families]
+    sha = commit.write(s, screens, {"name": "tiny", "path": "/nowhere", "revision": "x"}, {"deadline_s": 1.0})
+    return s, sha
+
+
+def test_write_then_verify(committed):
+    s, sha = committed
+    body, recorded = commit.verified(s)
+    assert recorded == sha == commit.digest(files.predictions(s.out).read_bytes())
+    assert files.predictions_hash(s.out).read_text() == f"{sha}  predictions.json\n"
+    assert body["families"] == list(s.families) and body["settings"] == s.protocol()
+    for field in ("written_at", "versions", "device", "model", "trainee", "seed_ranges", "scoring"):
+        assert field in body
+    assert body["trainee"]["pass_min"] == trainee.PASS_MIN
+    assert commit.prediction_for(body, s.families[1])["family"] == s.families[1]
+
+
+def test_a_one_byte_change_is_refused_before_any_model_loads(committed, no_model_loads):
+    s, _ = committed
+    path = files.predictions(s.out)
+    data = bytearray(path.read_bytes())
+    data[data.index(b'"improves"') + 1] ^= 0x20  # "improves" -> "Improves"
+    path.write_bytes(bytes(data))
+    with pytest.raises(CommitError, match="does not match predictions.sha256") as e:
+        train.run_family(s, s.families[0])
+    assert "\n" not in str(e.value)
+
+
+def test_missing_hash_or_predictions_are_refused(committed, no_model_loads):
+    s, _ = committed
+    files.predictions_hash(s.out).unlink()
+    with pytest.raises(CommitError, match="no committed predictions"):
+        train.run_family(s, s.families[0])
+
+
+@pytest.mark.parametrize("change, fragment", [
+    ({"steps": 3}, "steps=3 differs from the committed steps=2"),
+    ({"model": "Qwen/Qwen3-0.6B"}, "model 'Qwen/Qwen3-0.6B' differs"),
+    ({"eval_n": 30}, "eval_n=30 differs"),
+])
+def test_training_under_other_settings_is_refused(committed, no_model_loads, change, fragment):
+    s, _ = committed
+    with pytest.raises(CommitError, match=fragment):
+        train.run_family(s.replace(**change), s.families[0])
+
+
+def test_a_family_without_a_prediction_is_refused(committed, no_model_loads):
+    s, _ = committed
+    with pytest.raises(CommitError, match="has no committed prediction"):
+        train.run_family(s, "chain_sum")
+
+
+def test_thresholds_changed_after_committing_are_refused(committed, no_model_loads, monkeypatch):
+    s, _ = committed
+    monkeypatch.setattr(trainee, "PASS_MIN", 0.01)
+    with pytest.raises(CommitError, match="pass_min changed"):
+        commit.verified(s)
+
+
+def test_predict_keeps_committed_predictions_and_never_overwrites_others(committed, no_model_loads):
+    s, sha = committed
+    _, kept = commit.predict(s, log=lambda *_: None)
+    assert kept == sha
+    with pytest.raises(CommitError, match="other families"):
+        commit.predict(s.replace(families=("chain_sum",)), log=lambda *_: None)
+    with pytest.raises(CommitError, match="choose another out folder"):
+        commit.predict(s.replace(steps=3), log=lambda *_: None)
+    assert commit.verified(s)[1] == sha
+
+
+def test_predictions_json_is_plain_json(committed):
+    s, _ = committed
+    assert json.loads(files.predictions(s.out).read_text())["schema"] == commit.SCHEMA

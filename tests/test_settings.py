@@ -1,0 +1,70 @@
+import pytest
+
+from proof import settings as settings_
+from proof.settings import Settings, SettingsError
+
+
+def test_defaults_are_the_seeds_protocol():
+    s = Settings().validate()
+    assert (s.steps, s.group, s.prompts_per_step, s.batch_per_device, s.lr, s.eval_n, s.predict_tasks) == \
+        (100, 8, 4, 4, 5e-5, 200, 24)
+    assert (s.lora_r, s.lora_alpha, s.grad_accum) == (16, 32, 8)
+    assert s.seed_ranges() == {"train": range(0, 400), "predict": range(500, 524), "eval": range(100_000, 100_200)}
+
+
+@pytest.mark.parametrize("changes, fragment", [
+    ({"group": 1}, "group=1: must be at least 2"),
+    ({"eval_n": 0}, "eval_n=0: must be at least 1"),
+    ({"batch_per_device": 3}, "batch_per_device=3 does not divide the 32 completions"),
+    ({"group": 3, "prompts_per_step": 3}, "does not divide the 9 completions"),
+    ({"steps": 200}, "train seeds 0..799 overlap predict seeds 500..523"),
+    ({"train_seed": 99_990}, "train seeds 99990..100389 overlap eval seeds 100000..100199"),
+    ({"predict_seed": 100_100}, "predict seeds 100100..100123 overlap eval seeds"),
+    ({"lr": 0.0}, "lr=0.0: must be positive"),
+    ({"families": "chan_sum"}, "did you mean chain_sum"),
+    ({"families": ""}, "families"),
+])
+def test_each_bad_setting_is_one_line(changes, fragment):
+    with pytest.raises(SettingsError) as e:
+        settings_.make(**changes)
+    assert fragment in str(e.value) and "\n" not in str(e.value)
+
+
+def test_unknown_names_and_presets():
+    with pytest.raises(SettingsError, match="unknown setting 'stepz'"):
+        settings_.make(stepz=3)
+    with pytest.raises(SettingsError, match="unknown preset"):
+        settings_.make("smok")
+
+
+def test_smoke_preset_is_offline_and_small():
+    s = settings_.make("smoke")
+    assert s.model == "tiny" and len(s.families) == 2 and s.steps <= 5
+
+
+def test_families_are_canonical_keys():
+    s = settings_.make(families="chain_sum(max_terms=2,max_digits=1), leg_counting")
+    assert s.families == ("chain_sum(max_digits=1, max_terms=2)", "leg_counting")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("steps=3", ("steps", 3)), ("lr=1e-4", ("lr", 1e-4)), ("lr=1", ("lr", 1.0)), ("model=tiny", ("model", "tiny")),
+    ("eval-n=20", ("eval_n", 20)), ("families=chain_sum, leg_counting", ("families", "chain_sum, leg_counting")),
+])
+def test_parse_override(text, expected):
+    assert settings_.parse_override(text) == expected
+
+
+@pytest.mark.parametrize("text", ["steps=three", "steps=3.5", "nosuch=1", "steps"])
+def test_parse_override_refuses(text):
+    with pytest.raises(SettingsError):
+        settings_.parse_override(text)
+
+
+def test_from_namespace_takes_only_setting_names():
+    s = settings_.from_namespace({"steps": 7, "model": "tiny", "families": ["leg_counting"], "unrelated": 1})
+    assert (s.steps, s.model, s.families) == (7, "tiny", ("leg_counting",))
+
+
+def test_protocol_leaves_out_only_where_and_how_fast():
+    assert set(Settings().as_dict()) - set(Settings().protocol()) == {"out", "families", "sample_batch"}
