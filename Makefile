@@ -1,0 +1,19 @@
+# On a fresh machine: `make run` (the main job, offline) and `make test` (the suite). Both set up .venv first.
+PY := .venv/bin/python
+# --system-site-packages lets a GPU image's own torch serve; VENV_FLAGS= gives a bare venv
+VENV_FLAGS ?= --system-site-packages
+
+.venv/ready: requirements.txt pyproject.toml
+	python3 -m venv $(VENV_FLAGS) .venv
+	# torch: reuse the machine's own (a GPU image's CUDA build); else the CPU wheel
+	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -r requirements.txt
+	touch $@
+
+run: .venv/ready
+	$(PY) -m shortlist screen --model tiny --families "chain_sum(max_terms=2, max_digits=1), leg_counting(min_animals=1, max_animals=1, max_instances=2), basic_arithmetic, propositional_logic"
+
+test: .venv/ready
+	$(PY) -m pytest -q
+
+.PHONY: run test
