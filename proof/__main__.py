@@ -1,0 +1,45 @@
+"""python -m proof run: the whole proof, resumable, ending in <out>/report.html.
+
+    python -m proof run --preset smoke                       # offline tiny model, a few minutes on a CPU
+    python -m proof run --out results/qwen3                  # the seed's protocol on Qwen3-0.6B
+    python -m proof run --preset smoke --set steps=4 --set lr=1e-3 --families "chain_sum, leg_counting"
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from proof import settings as settings_
+from proof.commit import CommitError
+from proof.settings import SettingsError
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m proof", description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    sub = ap.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="predict, train every family, report")
+    run.add_argument("--preset", choices=sorted(settings_.PRESETS), help="a named set of settings")
+    run.add_argument("--families", help="comma-separated family specs (default: the preset's)")
+    run.add_argument("--out", help="the output folder (default: the preset's)")
+    run.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                     help=f"override a setting; settings: {', '.join(settings_.names())}")
+    args = ap.parse_args(argv)
+    try:  # every bad input is one line, before any model loads
+        overrides = dict(settings_.parse_override(item) for item in args.set)
+        overrides |= {k: v for k, v in (("families", args.families), ("out", args.out)) if v is not None}
+        settings = settings_.make(args.preset, **overrides)
+    except SettingsError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    from proof import runner
+    try:
+        runner.run(settings)
+    except (CommitError, RuntimeError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,212 @@
+"""The report: what the notebooks display, and the HTML that nbconvert renders from 03.
+
+Every table and figure is built from the output folder alone (predictions.json and the family
+results), so the report can be rebuilt, or re-scored, without a model or a GPU.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+from matplotlib.ticker import MaxNLocator
+import pandas as pd
+
+from proof import commit, files
+from shortlist import families as families_
+
+TEMPLATE = Path(__file__).resolve().parent / "templates"
+COLORS = {"improves": "#1b7837", "no change": "#762a83"}
+
+
+@dataclass
+class Report:
+    out: Path
+    body: dict  # predictions.json
+    sha: str
+    results: dict  # family key -> its result file (done or failed); families not run are absent
+
+    def prediction(self, key: str) -> dict:
+        return commit.prediction_for(self.body, key)
+
+    def done(self) -> list[dict]:
+        return [self.results[k] for k in self.body["families"] if self.results.get(k, {}).get("status") == "done"]
+
+
+def load(out) -> Report:
+    """Predictions (hash checked) and every result that was made against them."""
+    body, sha = commit.committed(out)
+    results = {}
+    for key in body["families"]:
+        path = files.result(out, families_.parse(key).slug)
+        if path.exists() and (result := files.read_json(path)).get("predictions_sha256") == sha:
+            results[key] = result
+    return Report(Path(out), body, sha, results)
+
+
+def status(report: Report, key: str) -> str:
+    result = report.results.get(key)
+    return "not run" if result is None else "done" if result["status"] == "done" else f"failed: {result['reason']}"
+
+
+# --- text ---------------------------------------------------------------------------------------
+def headline(report: Report) -> str:
+    done = report.done()
+    held = sum(r["held"] for r in done)
+    failed = sum(1 for k in report.body["families"] if status(report, k).startswith("failed"))
+    missing = len(report.body["families"]) - len(done) - failed
+    text = f"**The rule held on {held} of {len(done)} families.**"
+    extra = [f"{failed} failed" for _ in [0] if failed] + [f"{missing} not run" for _ in [0] if missing]
+    return text + (f" ({', '.join(extra)}.)" if extra else "")
+
+
+# --- tables -------------------------------------------------------------------------------------
+def _table(rows: list[dict], formats: dict):
+    frame = pd.DataFrame(rows)
+    return frame.style.format({k: v for k, v in formats.items() if k in frame}, na_rep="–").hide(axis="index")
+
+
+def predictions_table(body: dict):
+    k = body["settings"]["group"]
+    rows = [{"family": p["family"], "pass@1": p["pass1"], f"pass@{k}": p["passk"], "mean score": p["mean"],
+             "signal (raw)": p["signal_raw"], "signal (correct)": p["signal_correct"], "mean p(1−p)": p["learnability"],
+             "extracted": p["extracted"], "verdict": p["verdict"], "prediction": p["prediction"]}
+            for p in body["predictions"]]
+    return _table(rows, {c: "{:.2f}" for c in ("pass@1", f"pass@{k}", "signal (raw)", "signal (correct)", "extracted")}
+                  | {"mean score": "{:.3f}", "mean p(1−p)": "{:.3f}"})
+
+
+def _arrow(before, after, fmt="{:.3f}") -> str:
+    return f"{fmt.format(before)} → {fmt.format(after)}"
+
+
+def outcome_row(report: Report, key: str) -> dict:
+    row = {"family": key, "prediction": report.prediction(key)["prediction"]}
+    result = report.results.get(key)
+    if result is None or result["status"] != "done":
+        return row | {"status": status(report, key)}
+    g, b, a = result["gain"], result["before"], result["after"]
+    return row | {"accuracy": _arrow(b["accuracy"], a["accuracy"]), "mean score": _arrow(b["mean_score"], a["mean_score"]),
+                  "gain [95% CI]": f"{g['gain']:+.3f} [{g['ci95'][0]:+.3f}, {g['ci95'][1]:+.3f}]", "p": g["p"],
+                  "improved": "yes" if result["improved"] else "no", "held": "yes" if result["held"] else "no",
+                  "status": "done"}
+
+
+def outcomes_table(report: Report):
+    return _table([outcome_row(report, k) for k in report.body["families"]], {"p": "{:.4f}"})
+
+
+def family_summary(result: dict):
+    """The one-family table 02_train_family shows."""
+    return _table([{"family": result["family"], "prediction": result["prediction"]["prediction"],
+                    "accuracy": _arrow(result["before"]["accuracy"], result["after"]["accuracy"]),
+                    "mean score": _arrow(result["before"]["mean_score"], result["after"]["mean_score"]),
+                    "gain": result["gain"]["gain"], "p": result["gain"]["p"], "improved": result["improved"],
+                    "held": result["held"], "minutes training": result["timings"]["train_s"] / 60}],
+                  {"gain": "{:+.3f}", "p": "{:.4f}", "minutes training": "{:.1f}"})
+
+
+def provenance_table(report: Report):
+    b = report.body
+    starts = sorted(r["started_at"] for r in report.done() if "started_at" in r)
+    gpus = sorted({g for rec in [b, *report.results.values()] for g in rec.get("device", {}).get("gpus", [])})
+    rows = [("model", b["model"]["name"]), ("model path", b["model"]["path"]),
+            ("model revision", b["model"]["revision"] or "–"), ("predictions SHA-256", report.sha),
+            ("predictions written", b["written_at"]), ("training first started", starts[0] if starts else "–"),
+            ("rule", b["trainee"]["rule"]),
+            ("thresholds", ", ".join(f"{k} = {b['trainee'][k]}" for k in ("pass_min", "pass_max", "grpo_signal_min"))),
+            ("sampling", ", ".join(f"{k} = {b['trainee'][k]}" for k in
+                                   ("temperature", "top_p", "top_k", "min_p", "repetition_penalty", "enable_thinking"))
+             + f", max_new_tokens = {b['settings']['max_new_tokens']}"),
+            ("settings", ", ".join(f"{k} = {v}" for k, v in b["settings"].items())),
+            ("seed ranges", ", ".join(f"{k} {a}..{z - 1}" for k, (a, z) in b["seed_ranges"].items())),
+            ("GPU", ", ".join(gpus) or "none (CPU)"),
+            ("versions", ", ".join(f"{k} {v}" for k, v in b["versions"].items() if v)),
+            ("scorer sandbox", ", ".join(f"{k}: {v}" for k, v in b["scoring"].get("confinement", {}).items()))]
+    return pd.DataFrame(rows, columns=["", "value"]).style.hide(axis="index")
+
+
+def notebook_links(report: Report) -> str:
+    """HTML links, relative to report.html, to each executed notebook."""
+    items = [("01_predict", "notebooks/01_predict.ipynb", "predictions")]
+    for key in report.body["families"]:
+        items.append((key, f"notebooks/02_train_family.{families_.parse(key).slug}.ipynb", status(report, key)))
+    items.append(("03_report", "notebooks/03_report.ipynb", "this report"))
+    return "<ul>" + "".join(f'<li><a href="{href}">{name}</a> — {what}</li>' for name, href, what in items) + "</ul>"
+
+
+# --- figures ------------------------------------------------------------------------------------
+def _plot_curve(ax, result: dict, title: str) -> None:
+    steps = [row["step"] for row in result["reward_curve"]]
+    ax.plot(steps, [row["reward"] for row in result["reward_curve"]], marker=".", label="mean reward")
+    ax.plot(steps, [row["frac_reward_zero_std"] for row in result["reward_curve"]], marker=".", linestyle="--",
+            label="share of zero-variance groups")
+    ax.set_ylim(-0.02, 1.02)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("GRPO step")
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+
+
+def curve_figure(result: dict):
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    _plot_curve(ax, result, result["family"])
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def curves_figure(report: Report):
+    done = report.done()
+    if not done:
+        return None
+    cols = min(3, len(done))
+    rows = -(-len(done) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.2 * rows), squeeze=False)
+    for ax, result in zip(axes.flat, done):
+        _plot_curve(ax, result, f"{result['family']}\npredicted: {result['prediction']['prediction']}")
+    for ax in list(axes.flat)[len(done):]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def forest_figure(report: Report):
+    """Each family's gain in mean score with its 95% CI, marked by what was predicted."""
+    done = report.done()
+    if not done:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 0.55 * len(done) + 1.2))
+    for y, result in enumerate(reversed(done)):
+        g, pred = result["gain"], result["prediction"]["prediction"]
+        ax.errorbar(g["gain"], y, xerr=[[g["gain"] - g["ci95"][0]], [g["ci95"][1] - g["gain"]]], capsize=3,
+                    fmt="o" if pred == "improves" else "s", color=COLORS[pred],
+                    markerfacecolor=COLORS[pred] if pred == "improves" else "white")
+    ax.axvline(0, color="grey", linewidth=1)
+    ax.set_yticks(range(len(done)), [r["family"] for r in reversed(done)], fontsize=8)
+    ax.set_xlabel("gain in mean score after GRPO (95% bootstrap CI)")
+    for pred, color in COLORS.items():
+        ax.plot([], [], "o" if pred == "improves" else "s", color=color,
+                markerfacecolor=color if pred == "improves" else "white", label=f"predicted: {pred}")
+    ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    return fig
+
+
+# --- HTML ---------------------------------------------------------------------------------------
+def render(executed: Path, dest: Path) -> Path:
+    """report.html from the executed 03 notebook: no code, no stderr, nothing fetched from the network."""
+    import nbformat
+    from nbconvert import HTMLExporter
+    nb = nbformat.read(executed, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = [o for o in cell.outputs if not (o.get("output_type") == "stream" and o.get("name") == "stderr")]
+    nb.metadata["title"] = "Shortlist: the proof"
+    exporter = HTMLExporter(template_name="lab", exclude_input=True, exclude_input_prompt=True,
+                            exclude_output_prompt=True, extra_template_paths=[str(TEMPLATE)])
+    exporter.template_file = "report.html.j2"
+    html, _ = exporter.from_notebook_node(nb)
+    files.write_text(dest, html)
+    return dest

@@ -1,0 +1,150 @@
+"""The batch: papermill runs 01 once, 02 once per family, 03 last; nbconvert renders the report.
+
+The notebooks are the tested path: the runner only executes them, in fresh processes, with the
+settings as papermill parameters. It resumes: 01 is kept while its predictions verify, and a
+family whose result matches the predictions hash is not run again. Families fan out one process
+per visible GPU, each process seeing one GPU; without a GPU they run one after another. A family
+that fails is recorded with the reason (its executed notebook keeps the traceback) and the
+others go on.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import nbformat
+import yaml
+
+from proof import commit, files, provenance
+from proof.settings import Settings
+from shortlist import families as families_
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+PREDICT, TRAIN, REPORT = "01_predict.ipynb", "02_train_family.ipynb", "03_report.ipynb"
+
+
+def visible_gpus() -> list[str]:
+    """The GPUs this process may use, as CUDA_VISIBLE_DEVICES values, one per family process."""
+    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if listed is not None:
+        return [d.strip() for d in listed.split(",") if d.strip() and d.strip() != "-1"]
+    try:
+        import torch
+        return [str(i) for i in range(torch.cuda.device_count())]
+    except ImportError:
+        return []
+
+
+def execute(notebook: Path, dest: Path, parameters: dict, gpu: str | None = None, log=print) -> str | None:
+    """Run one notebook with papermill in its own process; returns None, or why it failed (one line).
+
+    papermill writes the notebook as it goes, to a partial name renamed into place at the end,
+    so dest is always a whole executed notebook, failed or not."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    partial = dest.with_name(dest.stem + ".partial.ipynb")
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = gpu
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+        yaml.safe_dump(parameters, f)  # not JSON: YAML would read JSON's 5e-05 as a string
+    try:
+        done = subprocess.run([sys.executable, "-m", "papermill", str(notebook), str(partial), "-f", f.name,
+                               "-k", "python3", "--log-output", "--no-progress-bar"], env=env)
+    finally:
+        os.unlink(f.name)
+    if not partial.exists():
+        return f"papermill could not start {notebook.name} (exit {done.returncode})"
+    nb = nbformat.read(partial, as_version=4)
+    reason = failure(nb) or (f"papermill exited with {done.returncode}" if done.returncode else None)
+    files.write_text(dest, nbformat.writes(nb))
+    partial.unlink()
+    return reason
+
+
+def failure(nb) -> str | None:
+    """The first error an executed notebook holds, as one line."""
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                return f"{output['ename']}: {output['evalue']}".splitlines()[0]
+    return None
+
+
+def failed(key: str, sha: str, reason: str, notebook: str) -> dict:
+    """The result file of a family whose notebook failed."""
+    return {"status": "failed", "family": key, "slug": families_.parse(key).slug, "reason": reason,
+            "notebook": notebook, "predictions_sha256": sha, **provenance.stamp()}
+
+
+def stamp(dest: Path, sha: str | None, settings: Settings) -> None:
+    """Record in the executed notebook's metadata what produced it."""
+    nb = nbformat.read(dest, as_version=4)
+    nb.metadata["shortlist"] = {"predictions_sha256": sha, "model": settings.model, "settings": settings.as_dict(),
+                                **provenance.stamp()}
+    files.write_text(dest, nbformat.writes(nb))
+
+
+def pending(settings: Settings, sha: str) -> list[str]:
+    """Families without a finished result for these predictions (failed ones are tried again)."""
+    todo = []
+    for key in settings.families:
+        path = files.result(settings.out, families_.parse(key).slug)
+        old = files.read_json(path) if path.exists() else {}
+        if not (old.get("status") == "done" and old.get("predictions_sha256") == sha):
+            todo.append(key)
+    return todo
+
+
+def run(settings: Settings, notebooks: Path = NOTEBOOKS, log=print) -> Path:
+    """The whole proof; returns the path of report.html."""
+    settings.validate()
+    parameters = settings.as_dict()
+    out_nb = files.notebooks(settings.out)
+    try:
+        _, sha = commit.verified(settings)
+        log(f"01_predict: kept, predictions verify (sha256 {sha[:12]}…)")
+    except commit.NotCommitted:
+        log("01_predict: screening every family and committing the predictions")
+        reason = execute(notebooks / PREDICT, out_nb / PREDICT, parameters, log=log)
+        if reason:
+            raise RuntimeError(f"01_predict failed: {reason} (see {out_nb / PREDICT})")
+        _, sha = commit.verified(settings)
+        stamp(out_nb / PREDICT, sha, settings)
+    todo = pending(settings, sha)
+    log(f"02_train_family: {len(todo)} of {len(settings.families)} families to run"
+        + (f" ({len(settings.families) - len(todo)} already done)" if len(todo) < len(settings.families) else ""))
+    gpus = visible_gpus()
+    slots = gpus or [None]
+
+    def train_one(i_key):
+        i, key = i_key
+        gpu = slots[i % len(slots)] if gpus else None
+        family = families_.parse(key)
+        dest = out_nb / f"02_train_family.{family.slug}.ipynb"
+        started = time.time()
+        log(f"02 {key}: started" + (f" on GPU {gpu}" if gpu is not None else ""))
+        reason = execute(notebooks / TRAIN, dest, {**parameters, "family": key}, gpu=gpu, log=log)
+        if reason:
+            files.write_json(files.result(settings.out, family.slug),
+                             failed(key, sha, reason, str(dest.relative_to(settings.out))))
+        stamp(dest, sha, settings)
+        log(f"02 {key}: {'failed: ' + reason if reason else 'done'} ({time.time() - started:.0f} s)")
+
+    # one queue per GPU: family i goes to slot i mod n, and each slot runs its families in turn
+    with ThreadPoolExecutor(max_workers=len(slots)) as pool:
+        by_slot = [[(i, k) for i, k in enumerate(todo) if i % len(slots) == s] for s in range(len(slots))]
+        list(pool.map(lambda queue: [train_one(item) for item in queue], by_slot))
+    log("03_report: building the report")
+    reason = execute(notebooks / REPORT, out_nb / REPORT, parameters, log=log)
+    stamp(out_nb / REPORT, sha, settings)
+    if reason:
+        raise RuntimeError(f"03_report failed: {reason} (see {out_nb / REPORT})")
+    from proof import report
+    html = report.render(out_nb / REPORT, files.report(settings.out))
+    log(f"report: {html}")
+    return html

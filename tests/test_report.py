@@ -1,0 +1,67 @@
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import matplotlib.image
+import pytest
+
+from proof import files, report, runner
+
+HELD_UP = [0.0] * 100 + [1.0] * 100  # before
+UP = [1.0] * 200  # after: every task right
+
+
+def test_headline_counts_held_failed_and_not_run(synthetic):
+    s = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP},
+                   "leg_counting": {"prediction": "improves", "before": HELD_UP, "after": HELD_UP},
+                   "basic_arithmetic": {"failed": "RuntimeError: boom"}}, not_run=["products"])
+    r = report.load(s.out)
+    assert report.headline(r) == "**The rule held on 1 of 2 families.** (1 failed, 1 not run.)"
+
+
+def test_outcomes_table_says_why_a_family_has_no_outcome(synthetic):
+    s = synthetic({"chain_sum": {"prediction": "no change", "before": HELD_UP, "after": HELD_UP},
+                   "leg_counting": {"failed": "RuntimeError: boom"}}, not_run=["products"])
+    rows = {row["family"]: row for row in (report.outcome_row(report.load(s.out), k) for k in s.families)}
+    assert rows["chain_sum"]["held"] == "yes" and rows["chain_sum"]["gain [95% CI]"].startswith("+0.000")
+    assert rows["leg_counting"]["status"] == "failed: RuntimeError: boom"
+    assert rows["products"]["status"] == "not run"
+
+
+def test_results_made_against_other_predictions_are_ignored(synthetic):
+    s = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP}})
+    path = files.result(s.out, "chain_sum")
+    files.write_json(path, files.read_json(path) | {"predictions_sha256": "0" * 64})
+    assert report.load(s.out).results == {}
+
+
+def test_figures_are_drawn_for_finished_families_only(synthetic):
+    s = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP},
+                   "leg_counting": {"failed": "x"}})
+    r = report.load(s.out)
+    assert len([ax for ax in report.curves_figure(r).axes if ax.has_data()]) == 1
+    assert len(report.forest_figure(r).axes[0].get_yticklabels()) == 1
+
+
+def test_rendered_from_the_executed_report_notebook(synthetic, tmp_path):
+    s = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP}})
+    executed = files.notebooks(s.out) / runner.REPORT
+    assert runner.execute(runner.NOTEBOOKS / runner.REPORT, executed, s.as_dict(), log=lambda *_: None) is None
+    html = report.render(executed, files.report(s.out)).read_text()
+    assert "The rule held on 1 of 1 families." in html
+    assert "report.load" not in html and "Traceback" not in html and "TqdmWarning" not in html
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None and not os.environ.get("CI"),
+                    reason="Debian's chromium is not installed here (CI installs it)")
+def test_report_renders_in_headless_chromium(smoke_run, tmp_path):
+    png = tmp_path / "report.png"
+    subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                    f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1280,2000", f"--screenshot={png}",
+                    Path(smoke_run[1]).resolve().as_uri()], check=True, capture_output=True, timeout=120)
+    image = matplotlib.image.imread(png)
+    assert image.shape[:2] == (2000, 1280)
+    ink = (image[..., :3].mean(axis=2) < 0.5).mean(axis=1)  # share of dark pixels per row
+    assert (ink > 0.001).sum() > 400  # text, tables and figures down the page, not a blank or error page
