@@ -11,7 +11,7 @@ VENV_FLAGS ?= --system-site-packages
 	touch $@
 
 run: .venv/ready
-	$(PY) -m shortlist screen --model tiny --families "chain_sum(max_terms=2, max_digits=1), leg_counting(min_animals=1, max_animals=1, max_instances=2), basic_arithmetic, propositional_logic"
+	$(PY) -m proof run --preset smoke
 
 test: .venv/ready
 	$(PY) -m pytest -q

@@ -43,23 +43,27 @@ def write(settings: Settings, screens: list[dict], model_source: dict, scoring: 
     return digest(data)
 
 
-def verified(settings: Settings, family: str | None = None) -> tuple[dict, str]:
-    """The committed predictions and their digest, if they may be used with these settings."""
-    path, hash_path = files.predictions(settings.out), files.predictions_hash(settings.out)
+def committed(out) -> tuple[dict, str]:
+    """The predictions in an output folder and their digest, if they are there and unaltered."""
+    path, hash_path = files.predictions(out), files.predictions_hash(out)
     if not path.exists() or not hash_path.exists():
-        raise NotCommitted(f"no committed predictions in {settings.out}: run 01_predict (python -m proof predict) first")
+        raise NotCommitted(f"no committed predictions in {out}: run 01_predict first (python -m proof run does)")
     data = path.read_bytes()
-    recorded = hash_path.read_text().split()[0] if hash_path.read_text().split() else ""
+    recorded = (hash_path.read_text().split() or [""])[0]
     if digest(data) != recorded:
         raise CommitError(f"{path} does not match {hash_path.name} (sha256 {digest(data)[:12]}… vs "
                           f"recorded {recorded[:12]}…): the predictions changed after they were committed")
-    body = json.loads(data)
+    return json.loads(data), recorded
+
+
+def verified(settings: Settings, family: str | None = None) -> tuple[dict, str]:
+    """The committed predictions and their digest, if they may be used with these settings."""
+    body, recorded = committed(settings.out)
     if body["model"]["name"] != settings.model:
         raise CommitError(f"model {settings.model!r} differs from the committed {body['model']['name']!r}")
-    committed = body["settings"]
     for name, value in settings.protocol().items():
-        if committed.get(name) != value:
-            raise CommitError(f"{name}={value!r} differs from the committed {name}={committed.get(name)!r}; "
+        if body["settings"].get(name) != value:
+            raise CommitError(f"{name}={value!r} differs from the committed {name}={body['settings'].get(name)!r}; "
                               f"train with the settings the predictions were committed with")
     for name, value in trainee.settings().items():
         if body["trainee"].get(name) != value:

@@ -17,7 +17,10 @@ def evaluate(sampler: Sampler, scorer: Scorer, family, seeds: range) -> dict:
 def score(scorer: Scorer, family, seeds: list[int], completions: list[str]) -> dict:
     """Accuracy, mean score and format of completions: the same whether fresh or re-scored."""
     answers = [trainee.clean(c) for c in completions]
-    scores = scorer.score(family, seeds, answers)
+    return summarize(seeds, completions, answers, scorer.score(family, seeds, answers))
+
+
+def summarize(seeds: list[int], completions: list[str], answers: list, scores: list[float]) -> dict:
     extracted = [a for a in answers if a is not None]
     n = len(scores)
     return {"accuracy": sum(s >= 1.0 for s in scores) / n, "mean_score": sum(scores) / n,

@@ -17,11 +17,16 @@ import tempfile
 from pathlib import Path
 
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
 def write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp's 0600 would hide results from the rest of a team
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()

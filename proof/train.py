@@ -13,17 +13,13 @@ import random
 import time
 import warnings
 
-# GRPOTrainer cannot use nn.DataParallel, which Trainer picks when several GPUs are visible
-# (Kaggle's T4 x2): one process trains on one GPU, and the batch runner gives each its own.
-os.environ.setdefault("CUDA_VISIBLE_DEVICES", "0")
+from proof import commit, evaluate, files, provenance, stats
+from proof.settings import Settings
+from shortlist import families as families_
+from shortlist import sampling, scoring, trainee
 
 # TRL's config still sets the alias transformers 5 renamed; the value (False) is what matters
 warnings.filterwarnings("ignore", message=r".*gradient_checkpointing.*deprecated", category=FutureWarning)
-
-from proof import commit, evaluate, files, provenance, stats  # noqa: E402
-from proof.settings import Settings  # noqa: E402
-from shortlist import families as families_  # noqa: E402
-from shortlist import sampling, scoring, trainee  # noqa: E402
 
 CURVE_KEYS = {"reward": "reward", "reward_std": "reward_std", "frac_reward_zero_std": "frac_reward_zero_std",
               "completion_length": "completions/mean_length", "clipped_ratio": "completions/clipped_ratio",
@@ -33,7 +29,7 @@ CURVE_KEYS = {"reward": "reward", "reward_std": "reward_std", "frac_reward_zero_
 def grpo_config(settings: Settings, output_dir: str):
     import torch
     from trl import GRPOConfig
-    return GRPOConfig(
+    config = GRPOConfig(
         output_dir=output_dir, max_steps=settings.steps, learning_rate=settings.lr, seed=settings.seed,
         per_device_train_batch_size=settings.batch_per_device, gradient_accumulation_steps=settings.grad_accum,
         num_generations=settings.group, max_completion_length=settings.max_new_tokens,
@@ -44,6 +40,11 @@ def grpo_config(settings: Settings, output_dir: str):
         gradient_checkpointing=False, logging_steps=settings.logging_steps, report_to=[], disable_tqdm=True,
         save_strategy="steps" if settings.checkpoint_every else "no", save_steps=settings.checkpoint_every or 1,
         save_total_limit=1, dataloader_pin_memory=torch.cuda.is_available())
+    # GRPOTrainer cannot use nn.DataParallel, which Trainer picks when one process sees several
+    # GPUs (Run All on Kaggle's T4 x2): train on the first. The batch runner instead gives each
+    # family process a GPU of its own.
+    config._n_gpu = min(config.n_gpu, 1)
+    return config
 
 
 def reward_function(scorer: scoring.Scorer, family: families_.Family):
@@ -110,7 +111,7 @@ def run_family(settings: Settings, family: str, log=print) -> dict:
         log(f"{family.key}: result already there ({path})")
         return old
     work = files.work(settings.out, family.slug)
-    timings: dict = {}
+    started_at, timings = provenance.now(), {}
     loaded = sampling.load(settings.model)
     with scoring.Scorer(deadline_s=settings.score_deadline_s) as scorer:
         before_path = work / "before.json"
@@ -132,17 +133,22 @@ def run_family(settings: Settings, family: str, log=print) -> dict:
                                   scorer, family, settings.seed_ranges()["eval"])
         timings["eval_after_s"] = time.perf_counter() - started
         score_counts = vars(scorer.counts[family.key])
-    prediction = commit.prediction_for(body, family.key)
+    result = outcome(settings, family.key, sha, commit.prediction_for(body, family.key), before, after,
+                     curve(history)) | {"model": loaded.source, "started_at": started_at, "scoring": score_counts,
+                                        "timings": timings | {"seconds_per_step": timings["train_s"] / settings.steps}}
+    files.write_json(path, result)
+    log(f"{family.key}: predicted {result['prediction']['prediction']}; mean score {before['mean_score']:.3f} -> "
+        f"{after['mean_score']:.3f} (gain {result['gain']['gain']:+.3f}, p={result['gain']['p']:.3f}); "
+        f"held: {result['held']}")
+    return result
+
+
+def outcome(settings: Settings, key: str, sha: str, prediction: dict, before: dict, after: dict,
+            reward_curve: list[dict]) -> dict:
+    """A family's result: the evaluations and the seed's analysis of them (improved, held)."""
     gain = stats.paired_gain(before["scores"], after["scores"], settings.bootstrap_n)
     improved = stats.improved(gain, settings.alpha)
-    steps = curve(history)
-    timings["seconds_per_step"] = timings["train_s"] / settings.steps
-    result = {"status": "done", "family": family.key, "slug": family.slug, "predictions_sha256": sha,
-              "model": loaded.source, "settings": settings.protocol(), "prediction": prediction,
-              "before": before, "after": after, "gain": gain, "improved": improved,
-              "held": improved == (prediction["prediction"] == "improves"),
-              "reward_curve": steps, "timings": timings, "scoring": score_counts, **provenance.stamp()}
-    files.write_json(path, result)
-    log(f"{family.key}: predicted {prediction['prediction']}; mean score {before['mean_score']:.3f} -> "
-        f"{after['mean_score']:.3f} (gain {gain['gain']:+.3f}, p={gain['p']:.3f}); held: {result['held']}")
-    return result
+    return {"status": "done", "family": key, "slug": families_.parse(key).slug, "predictions_sha256": sha,
+            "settings": settings.protocol(), "prediction": prediction, "before": before, "after": after,
+            "gain": gain, "improved": improved, "held": improved == (prediction["prediction"] == "improves"),
+            "reward_curve": reward_curve, **provenance.stamp()}

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+import transformers
 from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
 from shortlist import tiny, trainee
@@ -31,6 +32,7 @@ def device() -> str:
 
 def load(name: str = trainee.MODEL, on: str | None = None) -> Loaded:
     """The trainee in fp32 (a T4 has no bf16; fp16 gives NaN losses with Qwen3), ready to sample."""
+    transformers.utils.logging.disable_progress_bar()  # a bar per load would flood notebooks and logs
     path = str(tiny.ensure()) if name == tiny.NAME else name
     tokenizer = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(on or device())
@@ -102,9 +104,16 @@ class Sampler:
         config = generation_config(self.model, self.tokenizer, greedy, self.max_new_tokens)
         rows = [ids for ids in prompt_ids(self.tokenizer, questions) for _ in range(k)]
         texts: list[str] = []
-        for start in range(0, len(rows), self.batch_size):
-            ids, mask = left_pad(rows[start:start + self.batch_size], self.tokenizer.pad_token_id)
-            out = self.model.generate(input_ids=ids.to(self.model.device), attention_mask=mask.to(self.model.device),
-                                      generation_config=config)
-            texts += self.tokenizer.batch_decode(completion_ids(out, ids.shape[1], self.eos), skip_special_tokens=True)
+        verbosity = transformers.utils.logging.get_verbosity()
+        if greedy:  # greedy keeps GRPO's sampling fields, which transformers warns are unused
+            transformers.utils.logging.set_verbosity_error()
+        try:
+            for start in range(0, len(rows), self.batch_size):
+                ids, mask = left_pad(rows[start:start + self.batch_size], self.tokenizer.pad_token_id)
+                out = self.model.generate(input_ids=ids.to(self.model.device),
+                                          attention_mask=mask.to(self.model.device), generation_config=config)
+                texts += self.tokenizer.batch_decode(completion_ids(out, ids.shape[1], self.eos),
+                                                     skip_special_tokens=True)
+        finally:
+            transformers.utils.logging.set_verbosity(verbosity)
         return [texts[i * k:(i + 1) * k] for i in range(len(questions))]

@@ -47,7 +47,7 @@ def test_missing_hash_or_predictions_are_refused(committed, no_model_loads):
 
 
 @pytest.mark.parametrize("change, fragment", [
-    ({"steps": 3}, "steps=3 differs from the committed steps=2"),
+    ({"steps": 5}, "steps=5 differs from the committed steps=3"),
     ({"model": "Qwen/Qwen3-0.6B"}, "model 'Qwen/Qwen3-0.6B' differs"),
     ({"eval_n": 30}, "eval_n=30 differs"),
 ])
@@ -77,7 +77,7 @@ def test_predict_keeps_committed_predictions_and_never_overwrites_others(committ
     with pytest.raises(CommitError, match="other families"):
         commit.predict(s.replace(families=("chain_sum",)), log=lambda *_: None)
     with pytest.raises(CommitError, match="choose another out folder"):
-        commit.predict(s.replace(steps=3), log=lambda *_: None)
+        commit.predict(s.replace(steps=s.steps + 1), log=lambda *_: None)
     assert commit.verified(s)[1] == sha
 
 
