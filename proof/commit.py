@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from proof import files, provenance
+from proof import analysis, files, provenance
 from proof.settings import Settings
 from shortlist import families as families_
 from shortlist import trainee
@@ -36,7 +36,7 @@ def write(settings: Settings, screens: list[dict], model_source: dict, scoring: 
     body = {"schema": SCHEMA, **provenance.stamp(), "model": model_source, "trainee": trainee.settings(),
             "settings": settings.protocol(), "families": list(settings.families),
             "seed_ranges": {k: [r.start, r.stop] for k, r in settings.seed_ranges().items()},
-            "scoring": scoring, "predictions": screens}
+            "scoring": scoring, "analysis": analysis.plan(settings), "predictions": screens}
     data = (json.dumps(body, indent=1) + "\n").encode()
     files.write_bytes(files.predictions(settings.out), data)
     files.write_text(files.predictions_hash(settings.out), f"{digest(data)}  predictions.json\n")

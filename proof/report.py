@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 from matplotlib.ticker import MaxNLocator
 import pandas as pd
 
-from proof import commit, files
+from proof import analysis, commit, files
 from shortlist import families as families_
 
 TEMPLATE = Path(__file__).resolve().parent / "templates"
@@ -25,6 +25,7 @@ class Report:
     body: dict  # predictions.json
     sha: str
     results: dict  # family key -> its result file (done or failed); families not run are absent
+    across: dict  # analysis.across() of the finished families
 
     def prediction(self, key: str) -> dict:
         return commit.prediction_for(self.body, key)
@@ -40,8 +41,11 @@ def load(out) -> Report:
     for key in body["families"]:
         path = files.result(out, families_.parse(key).slug)
         if path.exists() and (result := files.read_json(path)).get("predictions_sha256") == sha:
+            if result["status"] == "done":
+                result["analysis"] = analysis.family(result, body["settings"])
             results[key] = result
-    return Report(Path(out), body, sha, results)
+    done = [results[k] for k in body["families"] if results.get(k, {}).get("status") == "done"]
+    return Report(Path(out), body, sha, results, analysis.across(body["predictions"], done, body["trainee"]))
 
 
 def status(report: Report, key: str) -> str:
@@ -51,13 +55,26 @@ def status(report: Report, key: str) -> str:
 
 # --- text ---------------------------------------------------------------------------------------
 def headline(report: Report) -> str:
+    """How many predictions held, and how many of the gains were real learning, in plain words."""
     done = report.done()
     held = sum(r["held"] for r in done)
+    raised = [r for r in done if r["improved"]]
+    real = sum(r["analysis"]["learning"] == "accuracy" for r in raised)
+    if raised:
+        gains = (f"and of the {len(raised)} significant gains GRPO made, {real} were real learning (more correct "
+                 f"answers) and {len(raised) - real} were partial credit only")
+    else:
+        gains = "and GRPO made no significant gain on any of them"
+    text = f"**The rule held on {held} of {len(done)} families**, {gains}."
+    kept = [r["analysis"]["judgement"] for r in done if r["prediction"]["prediction"] == "no change" and r["held"]]
+    if kept:
+        text += (f" Among the \"no change\" predictions that held: {sum('equivalent' in j for j in kept)} shown to be "
+                 f"no change within ±{report.body['settings']['equivalence_margin']}, "
+                 f"{sum('inconclusive' in j for j in kept)} inconclusive.")
     failed = sum(1 for k in report.body["families"] if status(report, k).startswith("failed"))
     missing = len(report.body["families"]) - len(done) - failed
-    text = f"**The rule held on {held} of {len(done)} families.**"
-    extra = [f"{failed} failed" for _ in [0] if failed] + [f"{missing} not run" for _ in [0] if missing]
-    return text + (f" ({', '.join(extra)}.)" if extra else "")
+    extra = ", ".join(part for part, count in ((f"{failed} failed", failed), (f"{missing} not run", missing)) if count)
+    return text + (f" ({extra}.)" if extra else "")
 
 
 # --- tables -------------------------------------------------------------------------------------
@@ -80,20 +97,111 @@ def _arrow(before, after, fmt="{:.3f}") -> str:
     return f"{fmt.format(before)} → {fmt.format(after)}"
 
 
+def _ci(g: dict) -> str:
+    return f"{g['gain']:+.3f} [{g['ci95'][0]:+.3f}, {g['ci95'][1]:+.3f}]"
+
+
 def outcome_row(report: Report, key: str) -> dict:
+    """The seed's analysis of one family, unchanged, with Holm's adjustment beside its p."""
     row = {"family": key, "prediction": report.prediction(key)["prediction"]}
     result = report.results.get(key)
     if result is None or result["status"] != "done":
         return row | {"status": status(report, key)}
-    g, b, a = result["gain"], result["before"], result["after"]
+    b, a = result["before"], result["after"]
     return row | {"accuracy": _arrow(b["accuracy"], a["accuracy"]), "mean score": _arrow(b["mean_score"], a["mean_score"]),
-                  "gain [95% CI]": f"{g['gain']:+.3f} [{g['ci95'][0]:+.3f}, {g['ci95'][1]:+.3f}]", "p": g["p"],
+                  "gain [95% CI]": _ci(result["gain"]), "p": result["gain"]["p"],
+                  "p (Holm)": report.across["holm"]["score"][report.done().index(result)],
                   "improved": "yes" if result["improved"] else "no", "held": "yes" if result["held"] else "no",
                   "status": "done"}
 
 
 def outcomes_table(report: Report):
-    return _table([outcome_row(report, k) for k in report.body["families"]], {"p": "{:.4f}"})
+    return _table([outcome_row(report, k) for k in report.body["families"]], {"p": "{:.4f}", "p (Holm)": "{:.4f}"})
+
+
+def learning_row(report: Report, result: dict) -> dict:
+    """Was a gain real learning? The same bootstrap on accuracy, and the judgement that follows."""
+    a = result["analysis"]
+    return {"family": result["family"], "prediction": result["prediction"]["prediction"],
+            "gain in score": _ci(result["gain"]), "gain in accuracy [95% CI]": _ci(a["accuracy_gain"]),
+            "p": a["accuracy_gain"]["p"], "p (Holm)": report.across["holm"]["accuracy"][report.done().index(result)],
+            "learning": a["learning"], "judged": a["judgement"]}
+
+
+def learning_table(report: Report):
+    return _table([learning_row(report, r) for r in report.done()], {"p": "{:.4f}", "p (Holm)": "{:.4f}"})
+
+
+def format_table(report: Report):
+    """What the answers looked like before and after: extractable, and how long."""
+    rows = [{"family": r["family"], "extracted": _arrow(r["before"]["extracted"], r["after"]["extracted"], "{:.2f}"),
+             "answer length (chars)": _arrow(r["before"]["answer_chars"] or 0, r["after"]["answer_chars"] or 0, "{:.1f}"),
+             "completion length (chars)": _arrow(r["before"]["completion_chars"], r["after"]["completion_chars"], "{:.1f}")}
+            for r in report.done()]
+    return _table(rows, {})
+
+
+def equivalence_table(report: Report):
+    """"No change" judged by an equivalence test, and what eval_n could have detected."""
+    margin = report.body["settings"]["equivalence_margin"]
+    rows = [{"family": r["family"], "prediction": r["prediction"]["prediction"],
+             "gain [95% CI]": _ci(r["gain"]), f"TOST p (±{margin})": r["analysis"]["equivalence"]["p"],
+             "equivalent": "yes" if r["analysis"]["equivalence"]["equivalent"] else "no",
+             "SD of differences": r["analysis"]["difference_sd"], "detectable gain (80% power)": r["analysis"]["mde"],
+             "judged": r["analysis"]["judgement"]} for r in report.done()]
+    return _table(rows, {f"TOST p (±{margin})": "{:.4f}", "SD of differences": "{:.3f}",
+                         "detectable gain (80% power)": "{:.3f}"})
+
+
+def rules_table(report: Report):
+    """Shortlist's rule against simpler ones, on the same families."""
+    rows = [{"rule": r["rule"], "predicted improves": r["predicted improves"], "hits": f"{r['hits']} of {r['of']}",
+             "hit rate [95% CI]": f"{r['hit rate']:.2f} [{r['ci95'][0]:.2f}, {r['ci95'][1]:.2f}]"
+             if r["hit rate"] is not None else None, "hits on accuracy": f"{r['hits on accuracy']} of {r['of']}"}
+            for r in report.across["rules"]]
+    return _table(rows, {})
+
+
+def confusion_table(report: Report):
+    c = report.across["confusion"]
+    rows = [{"predicted": "improves", "improved": c["improves, improved"], "not improved": c["improves, not improved"]},
+            {"predicted": "no change", "improved": c["no change, improved"],
+             "not improved": c["no change, not improved"]}]
+    return _table(rows, {})
+
+
+def confusion_text(report: Report) -> str:
+    c = report.across["confusion"]
+    if c["accuracy"] is None:
+        return "No family finished, so the rule has no accuracy yet."
+    return (f"The rule's accuracy: {c['accuracy']:.2f} (Wilson 95% CI {c['ci95'][0]:.2f}–{c['ci95'][1]:.2f}) "
+            f"over {sum(v for k, v in c.items() if ',' in k)} families.")
+
+
+def correlations_table(report: Report):
+    def cell(s):
+        return f"{s['rho']:+.2f} (p {s['p']:.3f})" if s["rho"] is not None else f"– (n = {s['n']})"
+    rows = [{"screening signal": c["signal"], "ρ with score gain": cell(c["score gain"]),
+             "ρ with accuracy gain": cell(c["accuracy gain"])} for c in report.across["correlations"]]
+    return _table(rows, {})
+
+
+def scoring_table(report: Report):
+    """How the reward itself behaved: the scorer's oddities per family, screening and training together."""
+    columns = ("answers", "unextracted", "timeouts", "crashes", "exceptions", "non_finite", "clamped", "refused")
+    rows = []
+    for key in report.body["families"]:
+        counts = dict.fromkeys(columns, 0)
+        for part in (report.prediction(key).get("scoring", {}), report.results.get(key, {}).get("scoring", {})):
+            for c in columns:
+                counts[c] += part.get(c, 0)
+        rows.append({"family": key, **{c.replace("_", "-"): counts[c] for c in columns}})
+    return _table(rows, {})
+
+
+def plan_table(report: Report):
+    """The analysis as declared in predictions.json before training."""
+    return pd.DataFrame(list(report.body["analysis"].items()), columns=["", "declared"]).style.hide(axis="index")
 
 
 def family_summary(result: dict):
@@ -190,6 +298,31 @@ def forest_figure(report: Report):
         ax.plot([], [], "o" if pred == "improves" else "s", color=color,
                 markerfacecolor=color if pred == "improves" else "white", label=f"predicted: {pred}")
     ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    return fig
+
+
+def scatter_figure(report: Report):
+    """Each screening signal against the measured gain in mean score, one panel per signal."""
+    done = report.done()
+    if not done:
+        return None
+    by_family = {p["family"]: p for p in report.body["predictions"]}
+    fig, axes = plt.subplots(2, 3, figsize=(12, 6.4), sharey=True)
+    for ax, (key, label) in zip(axes.flat, analysis.SIGNALS.items()):
+        for r in done:
+            pred = r["prediction"]["prediction"]
+            ax.plot(by_family[r["family"]][key], r["gain"]["gain"], "o" if pred == "improves" else "s",
+                    color=COLORS[pred], markerfacecolor=COLORS[pred] if pred == "improves" else "white")
+        rho = next(c for c in report.across["correlations"] if c["key"] == key)["score gain"]["rho"]
+        ax.set_title(f"{label}: ρ = {rho:+.2f}" if rho is not None else label, fontsize=9)
+        ax.axhline(0, color="grey", linewidth=0.8)
+        ax.grid(alpha=0.3)
+    low, high = axes[0, 0].get_ylim()
+    if high - low < 0.02:  # every gain (near) zero: show a readable scale, not 1e-17
+        axes[0, 0].set_ylim(low - 0.05, high + 0.05)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("gain in mean score")
     fig.tight_layout()
     return fig
 

@@ -47,7 +47,7 @@ def test_missing_hash_or_predictions_are_refused(committed, no_model_loads):
 
 
 @pytest.mark.parametrize("change, fragment", [
-    ({"steps": 5}, "steps=5 differs from the committed steps=3"),
+    ({"steps": 5}, "steps=5 differs from the committed steps=4"),
     ({"model": "Qwen/Qwen3-0.6B"}, "model 'Qwen/Qwen3-0.6B' differs"),
     ({"eval_n": 30}, "eval_n=30 differs"),
 ])

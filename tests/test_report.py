@@ -17,7 +17,9 @@ def test_headline_counts_held_failed_and_not_run(synthetic):
                    "leg_counting": {"prediction": "improves", "before": HELD_UP, "after": HELD_UP},
                    "basic_arithmetic": {"failed": "RuntimeError: boom"}}, not_run=["products"])
     r = report.load(s.out)
-    assert report.headline(r) == "**The rule held on 1 of 2 families.** (1 failed, 1 not run.)"
+    assert report.headline(r) == ("**The rule held on 1 of 2 families**, and of the 1 significant gains GRPO made, 1 were "
+                                  "real learning (more correct answers) and 0 were partial credit only. "
+                                  "(1 failed, 1 not run.)")
 
 
 def test_outcomes_table_says_why_a_family_has_no_outcome(synthetic):
@@ -49,7 +51,7 @@ def test_rendered_from_the_executed_report_notebook(synthetic, tmp_path):
     executed = files.notebooks(s.out) / runner.REPORT
     assert runner.execute(runner.NOTEBOOKS / runner.REPORT, executed, s.as_dict(), log=lambda *_: None) is None
     html = report.render(executed, files.report(s.out)).read_text()
-    assert "The rule held on 1 of 1 families." in html
+    assert "The rule held on 1 of 1 families" in html
     assert "report.load" not in html and "Traceback" not in html and "TqdmWarning" not in html
 
 

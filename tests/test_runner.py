@@ -31,13 +31,17 @@ def test_smoke_report_shows_every_table_figure_and_the_hash(smoke_run):
     html = Path(html_path).read_text()
     sha = files.predictions_hash(s.out).read_text().split()[0]
     assert "The rule held on" in html and sha in html
-    for header in ("Predictions, committed before training", "Outcomes on the held-out tasks", "Reward during training",
-                   "Gains with their 95% confidence intervals", "Provenance", "Executed notebooks"):
+    for header in ("Predictions, committed before training", "Outcomes on the held-out tasks",
+                   "Real learning, or partial credit?", "What the answers looked like", "judged properly",
+                   "Reward during training", "Gains with their 95% confidence intervals", "The rule against simpler rules",
+                   "Screening signals against the gains", "The reward itself", "The analysis, as declared before training",
+                   "Provenance", "Executed notebooks"):
         assert header in html
     for key in s.families:
         assert html.count(key) >= 3  # predictions table, outcomes table, figure title or link
     assert re.search(r"<th[^>]*>\s*held\s*</th>", html)
-    assert len(re.findall(r'<img[^>]*src="data:image/png;base64,', html)) >= 2  # curves and forest plot, inline
+    assert len(re.findall(r'<img[^>]*src="data:image/png;base64,', html)) == 3  # curves, forest, scatter: inline
+    assert "held (equivalent)" in html  # the smoke's "too hard" family, judged by the equivalence test
     assert "def " not in html and "from proof import" not in html  # code hidden
 
 
@@ -92,7 +96,7 @@ def test_a_resumed_run_redoes_only_the_missing_family(smoke_run, tmp_path):
 def test_a_failing_family_is_recorded_and_the_others_go_on(tmp_path):
     from proof import settings as settings_
     s = settings_.make("smoke", out=str(tmp_path / "run"))
-    notebooks = fixture_notebooks(tmp_path, failing="leg_counting")
+    notebooks = fixture_notebooks(tmp_path, failing="basic_arithmetic")
     html = runner.run(s, notebooks=notebooks, log=lambda *_: None)
     failed_key, done_key = s.families[1], s.families[0]
     failed = files.read_json(files.result(s.out, families.parse(failed_key).slug))

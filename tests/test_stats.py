@@ -48,3 +48,32 @@ def test_improved_needs_both_significance_and_a_positive_gain():
     assert stats.improved({"gain": 0.01, "p": 0.05})
     assert not stats.improved({"gain": 0.01, "p": 0.051})
     assert not stats.improved({"gain": 0.0, "p": 0.0})
+
+
+def test_holm_on_known_values_keeps_the_given_order():
+    assert stats.holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert stats.holm([0.5]) == [0.5] and stats.holm([0.6, 0.6]) == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("k, n, low, high", [(8, 10, 0.4902, 0.9433), (0, 10, 0.0, 0.2775), (10, 10, 0.7225, 1.0),
+                                             (50, 100, 0.4038, 0.5962)])
+def test_wilson_on_known_values(k, n, low, high):
+    assert stats.wilson(k, n) == pytest.approx((low, high), abs=1e-4)
+
+
+def test_tost_calls_no_difference_equivalent_and_noise_inconclusive():
+    assert stats.tost([0.3] * 200, [0.3] * 200, margin=0.05)["equivalent"]
+    noisy = stats.tost([1.0, 0.0] * 100, [0.0, 1.0] * 100, margin=0.05)  # mean gain 0, SD 1
+    assert not noisy["equivalent"] and noisy["p"] > 0.05
+    assert not stats.tost([0.0] * 200, [0.2] * 200, margin=0.05)["equivalent"]  # a real change is not "none"
+
+
+def test_minimum_detectable_effect_shrinks_with_n():
+    assert stats.minimum_detectable_effect(0.5, 200) == pytest.approx(0.0879, abs=1e-3)
+    assert stats.minimum_detectable_effect(0.5, 800) == pytest.approx(0.0879 / 2, abs=1e-3)
+
+
+def test_spearman_is_undefined_below_three_points_or_on_a_constant():
+    assert stats.spearman([1, 2, 3], [2, 4, 9])["rho"] == pytest.approx(1.0)
+    assert stats.spearman([1, 2], [1, 2])["rho"] is None
+    assert stats.spearman([1, 1, 1], [1, 2, 3])["rho"] is None

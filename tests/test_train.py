@@ -10,7 +10,7 @@ def run(tmp_path_factory):
     s = settings_.make("smoke", out=str(tmp_path_factory.mktemp("proof") / "run"))
     lines = []
     commit.predict(s, log=lines.append)
-    result = train.run_family(s, s.families[1], log=lines.append)
+    result = train.run_family(s, s.families[0], log=lines.append)
     return s, result, lines
 
 
@@ -54,13 +54,13 @@ def test_rescoring_a_stored_result_needs_no_model(run, scorer, no_model_loads):
 
 def test_a_finished_family_is_not_run_again(run, no_model_loads):
     s, result, _ = run
-    assert train.run_family(s, s.families[1], log=lambda *_: None) == result
+    assert train.run_family(s, s.families[0], log=lambda *_: None) == result
 
 
 def test_a_rerun_resumes_from_the_evaluation_and_the_last_checkpoint(run):
     s, result, _ = run
     files.result(s.out, result["slug"]).unlink()  # as if the run had died after its last checkpoint
-    again = train.run_family(s, s.families[1], log=lambda *_: None)
+    again = train.run_family(s, s.families[0], log=lambda *_: None)
     assert "eval_before_s" not in again["timings"]  # the evaluation before training was kept
     assert again["before"] == result["before"]
     assert again["reward_curve"] == result["reward_curve"]  # restored with the checkpoint, not retrained
