@@ -90,8 +90,9 @@ class _Worker:
         return reply
 
     def kill(self) -> None:
+        """SIGKILL without waiting: a worker that filled its address space takes a while to tear
+        down, and the caller need not wait for that. The scorer reaps it later."""
         self.process.kill()
-        self.process.join(5)
         self.conn.close()
 
 
@@ -105,6 +106,7 @@ class Scorer:
         self.counts: dict[str, ScoreCounts] = {}
         self._scratch = tempfile.mkdtemp(prefix="shortlist-scratch-")
         self._ctx = _context()
+        self._dying: list = []  # killed workers not yet reaped
         self._workers = [_Worker(self._ctx, self._scratch, memory_mb) for _ in range(workers)]
         self.confinement = self._workers[0].confinement
         atexit.register(self.close)
@@ -174,6 +176,7 @@ class Scorer:
 
     def _replace(self, worker: _Worker) -> _Worker:
         worker.kill()
+        self._dying = [p for p in self._dying if p.is_alive()] + [worker.process]  # is_alive() reaps the dead
         fresh = _Worker(self._ctx, self._scratch, self.memory_mb)
         self._workers[self._workers.index(worker)] = fresh
         return fresh
@@ -181,7 +184,9 @@ class Scorer:
     def close(self) -> None:
         for worker in getattr(self, "_workers", []):
             worker.kill()
-        self._workers = []
+        for process in [w.process for w in getattr(self, "_workers", [])] + getattr(self, "_dying", []):
+            process.join(5)
+        self._workers, self._dying = [], []
         shutil.rmtree(getattr(self, "_scratch", ""), ignore_errors=True)
 
     def __enter__(self):

@@ -1,0 +1,64 @@
+"""What sandboxed scoring costs: one GRPO step's 32 answers, in-process vs shortlist's Scorer.
+
+    python bench/scoring_overhead.py            # prints a table; commit it under bench/results/
+
+In-process is reasoning-gym's own call with each task built once (the best the seed could do);
+ours is the one scoring path of screening, evaluation and the GRPO reward (worker processes,
+sandbox, deadline). Answers are the tasks' own right answers and plausible wrong ones.
+"""
+from __future__ import annotations
+
+import platform
+import statistics
+import time
+
+import reasoning_gym
+
+from shortlist import families
+from shortlist.scoring import Scorer
+
+STEP = 32  # answers a GRPO step scores: 4 prompts x 8 completions
+REPEATS = 30
+
+
+def answers_for(family) -> tuple[list[int], list[str]]:
+    tasks = family.tasks(range(4))
+    seeds = [t["seed"] for t in tasks for _ in range(STEP // 4)]
+    answers = [str(t["answer"]) if i % 2 else "12" for t in tasks for i in range(STEP // 4)]
+    return seeds, answers
+
+
+def in_process(family, seeds, answers) -> float:
+    datasets = {s: reasoning_gym.create_dataset(family.name, seed=s, size=1, **family.config) for s in set(seeds)}
+    started = time.perf_counter()
+    for seed, answer in zip(seeds, answers):
+        try:
+            datasets[seed].score_answer(answer=answer, entry=datasets[seed][0])
+        except Exception:
+            pass
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    print(f"# scoring overhead, {platform.processor() or platform.machine()}, {platform.python_version()}, "
+          f"{STEP} answers per step, median of {REPEATS}")
+    with Scorer() as scorer:
+        print(f"# workers {scorer.settings()['workers']}, sandbox {scorer.confinement}")
+        print(f"{'family':22} {'in-process ms/step':>19} {'ours ms/step':>13} {'ours ms/answer':>15} "
+              f"{'overhead µs/answer':>19}")
+        for name in families.DEFAULT:
+            family = families.parse(name)
+            seeds, answers = answers_for(family)
+            scorer.score(family, seeds, answers)  # warm every worker
+            ours, base = [], []
+            for _ in range(REPEATS):
+                started = time.perf_counter()
+                scorer.score(family, seeds, answers)
+                ours.append(time.perf_counter() - started)
+                base.append(in_process(family, seeds, answers))
+            o, b = statistics.median(ours), statistics.median(base)
+            print(f"{name:22} {b * 1e3:19.2f} {o * 1e3:13.2f} {o * 1e3 / STEP:15.3f} {(o - b) * 1e6 / STEP:19.1f}")
+
+
+if __name__ == "__main__":
+    main()
