@@ -38,6 +38,7 @@ class Settings:
     # Sampling and scoring
     max_new_tokens: int = trainee.MAX_NEW_TOKENS
     sample_batch: int = sampling.SAMPLE_BATCH  # sequences per generate() call (speed only)
+    fast_generation: bool = True  # static cache, CUDA graphs on a GPU (speed only: the same distribution)
     score_deadline_s: float = scoring.DEADLINE_S
     # Seed ranges: predict, train and evaluate on disjoint tasks
     predict_tasks: int = screening.TASKS
@@ -69,7 +70,7 @@ class Settings:
     def validate(self) -> "Settings":
         for f in fields(self):
             value, kind = getattr(self, f.name), type(f.default)
-            if not isinstance(value, kind) or isinstance(value, bool):
+            if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
                 raise SettingsError(f"{f.name}={value!r}: must be {kind.__name__}")
         at_least = {"steps": 1, "group": 2, "prompts_per_step": 1, "batch_per_device": 1, "eval_n": 1,
                     "predict_tasks": 1, "max_new_tokens": 1, "sample_batch": 1, "lora_r": 1, "logging_steps": 1,
@@ -98,14 +99,17 @@ class Settings:
         return self
 
     def protocol(self) -> dict:
-        """What predictions commit to: every setting but where the files go and generation speed."""
-        return {k: v for k, v in self.as_dict().items() if k not in ("out", "families", "sample_batch")}
+        """What predictions commit to: every setting but where the files go and how fast it runs."""
+        return {k: v for k, v in self.as_dict().items() if k not in SPEED_ONLY}
 
     def as_dict(self) -> dict:
         return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v for f in fields(self)}
 
     def replace(self, **changes) -> "Settings":
         return dataclasses.replace(self, **changes)
+
+
+SPEED_ONLY = ("out", "families", "sample_batch", "fast_generation")
 
 
 def names() -> list[str]:

@@ -7,6 +7,7 @@ device and the predictions hash it was checked against.
 """
 from __future__ import annotations
 
+import copy
 import math
 import os
 import random
@@ -67,9 +68,41 @@ def progress_callback(log):
     return Progress()
 
 
+def fast_trainer(**kwargs):
+    """A GRPOTrainer whose generation step runs on a sampling.InferenceCopy of the model.
+
+    TRL's own non-vLLM step generates through the PEFT model with a dynamic cache and compilation
+    off (disable_compile=True): 35 ms per decode step for SmolLM2-135M on an H200, where the
+    same tokens cost 8 ms with a static cache in CUDA graphs (shared/docs/device.md). The config
+    is TRL's own generation_config with only the engine fields changed, so the samples come from
+    the same distribution; the weights are the adapted model's, merged, synced once per step."""
+    from trl import GRPOTrainer
+
+    class FastGRPOTrainer(GRPOTrainer):
+        def __init__(self, *args, engine: sampling.InferenceCopy, **kw):
+            super().__init__(*args, **kw)
+            self.engine, self._synced_at = engine, None
+
+        def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
+            if self.use_vllm or self.use_transformers_continuous_batching or images or multimodal_fields:
+                return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations,
+                                                     has_tool_images)
+            if self._synced_at != self.state.global_step:
+                self.engine.sync(self.model)
+                self._synced_at = self.state.global_step
+            config = copy.deepcopy(self.generation_config)
+            config.update(cache_implementation="static", disable_compile=False,
+                          max_cache_len=sampling.cache_length(prompt_ids, self.max_completion_length))
+            ids = sampling.generate_ids(self.engine.model, prompt_ids, config, len(prompt_ids),
+                                        self._tokenizer.pad_token_id, self.eos_token_ids)
+            return ids, None
+
+    return FastGRPOTrainer(**kwargs)
+
+
 def train(loaded: sampling.Loaded, settings: Settings, family: families_.Family, scorer: scoring.Scorer,
           checkpoints: str, log=print):
-    """GRPO + LoRA from the last checkpoint, if any; returns the merged model and the log history."""
+    """GRPO + LoRA from the last checkpoint, if any; returns the trained model and the log history."""
     import torch
     from datasets import Dataset
     from peft import LoraConfig
@@ -80,16 +113,23 @@ def train(loaded: sampling.Loaded, settings: Settings, family: families_.Family,
     rows = family.tasks(settings.seed_ranges()["train"])
     random.Random(0).shuffle(rows)
     dataset = Dataset.from_list([{"prompt": trainee.messages(r["question"]), "seed": r["seed"]} for r in rows])
-    trainer = GRPOTrainer(
+    arguments = dict(
         model=loaded.model, processing_class=loaded.tokenizer, reward_funcs=[reward_function(scorer, family)],
         args=grpo_config(settings, checkpoints), train_dataset=dataset, callbacks=[progress_callback(log)],
         peft_config=LoraConfig(r=settings.lora_r, lora_alpha=settings.lora_alpha, target_modules="all-linear",
                                task_type="CAUSAL_LM"))
+    if settings.fast_generation:  # the copy is taken before PEFT injects its layers into the model
+        trainer = fast_trainer(engine=sampling.InferenceCopy(loaded.model), **arguments)
+    else:
+        trainer = GRPOTrainer(**arguments)
     trainer.remove_callback(PrinterCallback)  # Progress logs a short line instead of every metric
     resume = get_last_checkpoint(checkpoints) if os.path.isdir(checkpoints) else None
     if resume:
         log(f"resuming from {resume}")
     trainer.train(resume_from_checkpoint=resume)
+    if settings.fast_generation:
+        trainer.engine.sync(trainer.model)  # the copy is the trained model, merged and already compiled
+        return trainer.engine.model, trainer.state.log_history
     merged = trainer.model.merge_and_unload()
     merged.eval()
     return merged, trainer.state.log_history
@@ -119,7 +159,8 @@ def run_family(settings: Settings, family: str, log=print) -> dict:
             before = files.read_json(before_path)["evaluation"]
         else:
             started = time.perf_counter()
-            before = evaluate.evaluate(sampling.Sampler(loaded, settings.sample_batch, settings.max_new_tokens),
+            before = evaluate.evaluate(sampling.Sampler(loaded, settings.sample_batch, settings.max_new_tokens,
+                                                        settings.fast_generation),
                                        scorer, family, settings.seed_ranges()["eval"])
             timings["eval_before_s"] = time.perf_counter() - started
             files.write_json(before_path, {"predictions_sha256": sha, "evaluation": before})
@@ -129,7 +170,8 @@ def run_family(settings: Settings, family: str, log=print) -> dict:
         timings["train_s"] = time.perf_counter() - started
         started = time.perf_counter()
         after = evaluate.evaluate(sampling.Sampler(sampling.Loaded(trained, loaded.tokenizer, loaded.source),
-                                                   settings.sample_batch, settings.max_new_tokens),
+                                                   settings.sample_batch, settings.max_new_tokens,
+                                                   settings.fast_generation),
                                   scorer, family, settings.seed_ranges()["eval"])
         timings["eval_after_s"] = time.perf_counter() - started
         score_counts = vars(scorer.counts[family.key])

@@ -5,6 +5,12 @@ Its GenerationConfig is built field by field as GRPOTrainer builds its own (trl 
 grpo_trainer.py, the non-vLLM branch), and generate() merges it with the model's own
 generation_config in the same way for both, so "whatever the model's generation_config says"
 cannot leak in on one side only. tests/test_sampling.py builds both and compares.
+
+The fast engine changes how tokens are computed, never which distribution they come from: a
+static KV cache (compiled into CUDA graphs on a GPU; a decode step is bound by kernel launches,
+not arithmetic) and batches padded to one shape so that it compiles once. Only the engine
+fields of the config differ (ENGINE_FIELDS). For GRPO, InferenceCopy keeps a plain copy of the
+model being trained, with the LoRA weights merged in place each step.
 """
 from __future__ import annotations
 
@@ -17,6 +23,8 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 from shortlist import tiny, trainee
 
 SAMPLE_BATCH = 32  # sequences per generate() call: GRPO's own generation batch (4 prompts x 8)
+ENGINE_FIELDS = {"cache_implementation", "disable_compile", "max_cache_len"}  # how, not what, fast changes
+CACHE_QUANTUM = 64  # static cache lengths are rounded up to this, so a new prompt length rarely recompiles
 
 
 @dataclass
@@ -57,14 +65,17 @@ def eos_token_ids(model, tokenizer) -> list[int]:
     return ids if tokenizer.eos_token_id in ids else [tokenizer.eos_token_id, *ids]
 
 
-def generation_config(model, tokenizer, greedy: bool = False,
-                      max_new_tokens: int = trainee.MAX_NEW_TOKENS) -> GenerationConfig:
-    """GRPOTrainer's GenerationConfig for the trainee's settings; greedy only flips do_sample."""
+def generation_config(model, tokenizer, greedy: bool = False, max_new_tokens: int = trainee.MAX_NEW_TOKENS,
+                      fast: bool = False, max_cache_len: int | None = None) -> GenerationConfig:
+    """GRPOTrainer's GenerationConfig for the trainee's settings; greedy only flips do_sample, and
+    fast only sets the engine: a static cache of max_cache_len, compiled where generate() can."""
+    engine = {"cache_implementation": "static", "disable_compile": False, "max_cache_len": max_cache_len} if fast \
+        else {"cache_implementation": None, "disable_compile": True}
     return GenerationConfig(
         max_new_tokens=max_new_tokens, do_sample=not greedy, pad_token_id=tokenizer.pad_token_id,
         bos_token_id=tokenizer.bos_token_id, eos_token_id=eos_token_ids(model, tokenizer),
         temperature=trainee.TEMPERATURE, top_p=trainee.TOP_P, top_k=trainee.TOP_K, min_p=trainee.MIN_P,
-        repetition_penalty=trainee.REPETITION_PENALTY, cache_implementation=None, disable_compile=True)
+        repetition_penalty=trainee.REPETITION_PENALTY, **engine)
 
 
 def prompt_ids(tokenizer, questions: list[str]) -> list[list[int]]:
@@ -90,30 +101,84 @@ def completion_ids(generated: torch.Tensor, prompt_width: int, eos: list[int]) -
     return out
 
 
+@torch.no_grad()
+def generate_ids(model, rows: list[list[int]], config: GenerationConfig, batch_size: int, pad_id: int,
+                 eos: list[int], same_shape: bool = False) -> list[list[int]]:
+    """Completion ids for each prompt row, batch by batch, left-padded.
+
+    same_shape pads the last batch with copies of its last row (their completions are dropped),
+    so that a compiled engine sees one batch size only."""
+    out: list[list[int]] = []
+    verbosity = transformers.utils.logging.get_verbosity()
+    if not config.do_sample:  # greedy keeps GRPO's sampling fields, which transformers warns are unused
+        transformers.utils.logging.set_verbosity_error()
+    try:
+        for start in range(0, len(rows), batch_size):
+            batch = rows[start:start + batch_size]
+            real = len(batch)
+            if same_shape:
+                batch = batch + [batch[-1]] * (batch_size - real)
+            ids, mask = left_pad(batch, pad_id)
+            generated = model.generate(input_ids=ids.to(model.device), attention_mask=mask.to(model.device),
+                                       generation_config=config)
+            out += completion_ids(generated, ids.shape[1], eos)[:real]
+    finally:
+        transformers.utils.logging.set_verbosity(verbosity)
+    return out
+
+
+def cache_length(rows: list[list[int]], max_new_tokens: int) -> int:
+    need = max(len(r) for r in rows) + max_new_tokens
+    return -(-need // CACHE_QUANTUM) * CACHE_QUANTUM
+
+
 class Sampler:
-    def __init__(self, loaded: Loaded, batch_size: int = SAMPLE_BATCH, max_new_tokens: int = trainee.MAX_NEW_TOKENS):
+    def __init__(self, loaded: Loaded, batch_size: int = SAMPLE_BATCH, max_new_tokens: int = trainee.MAX_NEW_TOKENS,
+                 fast: bool = True):
         if batch_size < 1 or max_new_tokens < 1:
             raise ValueError("sampling needs batch_size >= 1 and max_new_tokens >= 1")
         self.model, self.tokenizer = loaded.model, loaded.tokenizer
-        self.batch_size, self.max_new_tokens = batch_size, max_new_tokens
+        self.batch_size, self.max_new_tokens, self.fast = batch_size, max_new_tokens, fast
         self.eos = eos_token_ids(self.model, self.tokenizer)
 
-    @torch.no_grad()
     def complete(self, questions: list[str], k: int = 1, greedy: bool = False) -> list[list[str]]:
         """k completions per question (decoded, special tokens skipped), k consecutive copies per prompt."""
-        config = generation_config(self.model, self.tokenizer, greedy, self.max_new_tokens)
         rows = [ids for ids in prompt_ids(self.tokenizer, questions) for _ in range(k)]
-        texts: list[str] = []
-        verbosity = transformers.utils.logging.get_verbosity()
-        if greedy:  # greedy keeps GRPO's sampling fields, which transformers warns are unused
-            transformers.utils.logging.set_verbosity_error()
-        try:
-            for start in range(0, len(rows), self.batch_size):
-                ids, mask = left_pad(rows[start:start + self.batch_size], self.tokenizer.pad_token_id)
-                out = self.model.generate(input_ids=ids.to(self.model.device),
-                                          attention_mask=mask.to(self.model.device), generation_config=config)
-                texts += self.tokenizer.batch_decode(completion_ids(out, ids.shape[1], self.eos),
-                                                     skip_special_tokens=True)
-        finally:
-            transformers.utils.logging.set_verbosity(verbosity)
+        config = generation_config(self.model, self.tokenizer, greedy, self.max_new_tokens, self.fast,
+                                   cache_length(rows, self.max_new_tokens) if self.fast else None)
+        ids = generate_ids(self.model, rows, config, self.batch_size, self.tokenizer.pad_token_id, self.eos,
+                           same_shape=self.fast)
+        texts = self.tokenizer.batch_decode(ids, skip_special_tokens=True)
         return [texts[i * k:(i + 1) * k] for i in range(len(questions))]
+
+
+class InferenceCopy:
+    """A plain copy of a model that GRPO trains with LoRA, kept equal to the adapted model.
+
+    Generating through the PEFT model runs every LoRA layer as extra small kernels; this copy runs
+    W + scale * B @ A as one weight. sync() writes the merged weights in place, so a compiled
+    engine (CUDA graphs hold pointers) sees them without recompiling. Only LoRA-adapted weights
+    change during training, so only those are copied."""
+
+    def __init__(self, model):
+        import copy
+        self.model = copy.deepcopy(model).eval()
+        for p in self.model.parameters():
+            p.requires_grad_(False)
+
+    @torch.no_grad()
+    def sync(self, peft_model) -> int:
+        """Copy the merged weights of every LoRA layer; returns how many were copied."""
+        from peft.tuners.lora import LoraLayer
+        targets = dict(self.model.named_modules())
+        copied = 0
+        for name, module in peft_model.named_modules():
+            if isinstance(module, LoraLayer) and hasattr(module, "base_layer"):
+                target = targets[name.removeprefix("base_model.model.")]
+                merged = module.base_layer.weight.detach().clone()
+                for adapter in module.active_adapters:
+                    if adapter in module.lora_A:
+                        merged += module.get_delta_weight(adapter).to(merged.dtype)
+                target.weight.copy_(merged)
+                copied += 1
+        return copied

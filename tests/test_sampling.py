@@ -55,7 +55,8 @@ def test_greedy_is_the_same_in_any_batch_size(tiny_model):
     assert one == many
 
 
-def test_batches_are_sized_by_the_setting(tiny_model, monkeypatch):
+@pytest.mark.parametrize("fast, expected", [(False, [16, 16, 8]), (True, [16, 16, 16])])  # fast: one shape
+def test_batches_are_sized_by_the_setting(tiny_model, monkeypatch, fast, expected):
     sizes = []
     generate = tiny_model.model.generate
 
@@ -63,8 +64,8 @@ def test_batches_are_sized_by_the_setting(tiny_model, monkeypatch):
         sizes.append(kwargs["input_ids"].shape[0])
         return generate(*args, **kwargs)
     monkeypatch.setattr(tiny_model.model, "generate", counting)
-    out = sampling.Sampler(tiny_model, batch_size=16, max_new_tokens=4).complete(["a", "b", "c", "d", "e"], k=8)
-    assert sizes == [16, 16, 8] and [len(g) for g in out] == [8] * 5
+    out = sampling.Sampler(tiny_model, batch_size=16, max_new_tokens=4, fast=fast).complete(list("abcde"), k=8)
+    assert sizes == expected and [len(g) for g in out] == [8] * 5
 
 
 def test_sampling_is_reproducible_under_a_seed(tiny_model):
@@ -83,3 +84,36 @@ def test_completions_stop_at_the_first_eos():
 def test_sampler_refuses_impossible_sizes(tiny_model):
     with pytest.raises(ValueError):
         sampling.Sampler(tiny_model, batch_size=0)
+
+
+def test_the_fast_engine_changes_only_engine_fields(grpo_trainer):
+    trainer, loaded = grpo_trainer
+    n = settings_.make("smoke").max_new_tokens
+    fast = sampling.generation_config(loaded.model, loaded.tokenizer, max_new_tokens=n, fast=True, max_cache_len=128)
+    trl = trainer.generation_config.to_dict()
+    changed = {k for k in set(fast.to_dict()) | set(trl) if fast.to_dict().get(k) != trl.get(k)}
+    assert changed == {"cache_implementation", "disable_compile", "max_cache_len"} == sampling.ENGINE_FIELDS
+    used_fast, _ = loaded.model._prepare_generation_config(fast)
+    used_trl, _ = loaded.model._prepare_generation_config(trainer.generation_config)
+    assert {k: v for k, v in used_fast.to_dict().items() if k not in sampling.ENGINE_FIELDS} == \
+        {k: v for k, v in used_trl.to_dict().items() if k not in sampling.ENGINE_FIELDS}
+
+
+QUESTIONS = [f"State the final answer to the following arithmetic problem: {a} + {b} =" for a, b in
+             [(1, 2), (3, 4), (12, 7), (5, 5)]]
+
+
+def test_fast_greedy_matches_the_reference_generate_token_for_token(tiny_model):
+    reference = sampling.Sampler(tiny_model, batch_size=3, max_new_tokens=12, fast=False)
+    fast = sampling.Sampler(tiny_model, batch_size=3, max_new_tokens=12, fast=True)
+    assert fast.complete(QUESTIONS, greedy=True) == reference.complete(QUESTIONS, greedy=True)
+
+
+def test_fast_sampling_draws_what_the_reference_draws(tiny_model):
+    """Same seed, same batches: the same samples, unless the distribution (a top_k, a temperature) differs."""
+    draws = {}
+    for fast in (False, True):
+        torch.manual_seed(3)
+        draws[fast] = sampling.Sampler(tiny_model, batch_size=16, max_new_tokens=10, fast=fast).complete(QUESTIONS, k=8)
+    assert draws[True] == draws[False]
+    assert len({t for group in draws[True] for t in group}) > 4  # they are samples, not one greedy answer
