@@ -58,12 +58,17 @@ def test_greedy_is_the_same_in_any_batch_size(tiny_model):
 @pytest.mark.parametrize("fast, expected", [(False, [16, 16, 8]), (True, [16, 16, 16])])  # fast: one shape
 def test_batches_are_sized_by_the_setting(tiny_model, monkeypatch, fast, expected):
     sizes = []
-    generate = tiny_model.model.generate
+    generate, decode = tiny_model.model.generate, sampling.decode_static
 
-    def counting(*args, **kwargs):
+    def counting_generate(*args, **kwargs):
         sizes.append(kwargs["input_ids"].shape[0])
         return generate(*args, **kwargs)
-    monkeypatch.setattr(tiny_model.model, "generate", counting)
+
+    def counting_decode(model, ids, *args):
+        sizes.append(ids.shape[0])
+        return decode(model, ids, *args)
+    monkeypatch.setattr(tiny_model.model, "generate", counting_generate)
+    monkeypatch.setattr(sampling, "decode_static", counting_decode)
     out = sampling.Sampler(tiny_model, batch_size=16, max_new_tokens=4, fast=fast).complete(list("abcde"), k=8)
     assert sizes == expected and [len(g) for g in out] == [8] * 5
 
@@ -117,3 +122,15 @@ def test_fast_sampling_draws_what_the_reference_draws(tiny_model):
         draws[fast] = sampling.Sampler(tiny_model, batch_size=16, max_new_tokens=10, fast=fast).complete(QUESTIONS, k=8)
     assert draws[True] == draws[False]
     assert len({t for group in draws[True] for t in group}) > 4  # they are samples, not one greedy answer
+
+
+def test_an_inference_copy_takes_neither_the_compiled_forward_nor_the_cache(tiny_model):
+    model = tiny_model.model
+    model._compiled_call = model.__call__  # what a compiled generate() leaves on the model
+    try:
+        copy = sampling.InferenceCopy(model).model
+        assert "_compiled_call" not in copy.__dict__ and model.__dict__["_compiled_call"] == model.__call__
+        assert all(not p.requires_grad for p in copy.parameters())
+        assert next(copy.parameters()).data_ptr() != next(model.parameters()).data_ptr()
+    finally:
+        del model._compiled_call
