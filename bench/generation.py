@@ -90,7 +90,7 @@ def grpo_seconds_per_step(model_name: str, fast: bool, warmup: int, measured: in
     from trl import GRPOTrainer
 
     s = settings_.make(model=model_name, families=[FAMILY], steps=warmup + measured, logging_steps=1,
-                       checkpoint_every=0, fast_generation=fast)
+                       checkpoint_every=0, fast=fast)
     family = families.parse(FAMILY)
     loaded = sampling.load(model_name)
     rows = family.tasks(s.seed_ranges()["train"])

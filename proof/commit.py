@@ -97,7 +97,7 @@ def predict(settings: Settings, log=print) -> tuple[dict, str]:
 
     from shortlist import sampling, screening, scoring
     loaded = sampling.load(settings.model)
-    sampler = sampling.Sampler(loaded, settings.sample_batch, settings.max_new_tokens, settings.fast_generation)
+    sampler = sampling.Sampler(loaded, settings.sample_batch, settings.max_new_tokens, settings.fast)
     screens = []
     with scoring.Scorer(deadline_s=settings.score_deadline_s) as scorer:
         for family in settings.families:

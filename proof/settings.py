@@ -38,7 +38,7 @@ class Settings:
     # Sampling and scoring
     max_new_tokens: int = trainee.MAX_NEW_TOKENS
     sample_batch: int = sampling.SAMPLE_BATCH  # sequences per generate() call (speed only)
-    fast_generation: bool = True  # static cache, CUDA graphs on a GPU (speed only: the same distribution)
+    fast: bool = True  # static-cache generation in CUDA graphs, compiled training (GPU): speed only, same math
     score_deadline_s: float = scoring.DEADLINE_S
     # Seed ranges: predict, train and evaluate on disjoint tasks
     predict_tasks: int = screening.TASKS
@@ -109,7 +109,7 @@ class Settings:
         return dataclasses.replace(self, **changes)
 
 
-SPEED_ONLY = ("out", "families", "sample_batch", "fast_generation")
+SPEED_ONLY = ("out", "families", "sample_batch", "fast")
 
 
 def names() -> list[str]:

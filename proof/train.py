@@ -40,7 +40,10 @@ def grpo_config(settings: Settings, output_dir: str):
         bf16=False, fp16=False,  # fp32: a T4 has no bf16, and fp16 gives NaN losses with Qwen3
         gradient_checkpointing=False, logging_steps=settings.logging_steps, report_to=[], disable_tqdm=True,
         save_strategy="steps" if settings.checkpoint_every else "no", save_steps=settings.checkpoint_every or 1,
-        save_total_limit=1, dataloader_pin_memory=torch.cuda.is_available())
+        save_total_limit=1, dataloader_pin_memory=torch.cuda.is_available(),
+        # with generation fast, the step's bulk is LoRA forward/backward: a launch-bound pass that
+        # compiling fuses (the first step pays the compilation); on a CPU compiling costs more than it saves
+        torch_compile=settings.fast and torch.cuda.is_available())
     # GRPOTrainer cannot use nn.DataParallel, which Trainer picks when one process sees several
     # GPUs (Run All on Kaggle's T4 x2): train on the first. The batch runner instead gives each
     # family process a GPU of its own.
@@ -118,7 +121,7 @@ def train(loaded: sampling.Loaded, settings: Settings, family: families_.Family,
         args=grpo_config(settings, checkpoints), train_dataset=dataset, callbacks=[progress_callback(log)],
         peft_config=LoraConfig(r=settings.lora_r, lora_alpha=settings.lora_alpha, target_modules="all-linear",
                                task_type="CAUSAL_LM"))
-    if settings.fast_generation:  # the copy is taken before PEFT injects its layers into the model
+    if settings.fast:  # the copy is taken before PEFT injects its layers into the model
         trainer = fast_trainer(engine=sampling.InferenceCopy(loaded.model), **arguments)
     else:
         trainer = GRPOTrainer(**arguments)
@@ -127,7 +130,7 @@ def train(loaded: sampling.Loaded, settings: Settings, family: families_.Family,
     if resume:
         log(f"resuming from {resume}")
     trainer.train(resume_from_checkpoint=resume)
-    if settings.fast_generation:
+    if settings.fast:
         trainer.engine.sync(trainer.model)  # the copy is the trained model, merged and already compiled
         return trainer.engine.model, trainer.state.log_history
     merged = trainer.model.merge_and_unload()
@@ -160,7 +163,7 @@ def run_family(settings: Settings, family: str, log=print) -> dict:
         else:
             started = time.perf_counter()
             before = evaluate.evaluate(sampling.Sampler(loaded, settings.sample_batch, settings.max_new_tokens,
-                                                        settings.fast_generation),
+                                                        settings.fast),
                                        scorer, family, settings.seed_ranges()["eval"])
             timings["eval_before_s"] = time.perf_counter() - started
             files.write_json(before_path, {"predictions_sha256": sha, "evaluation": before})
@@ -171,7 +174,7 @@ def run_family(settings: Settings, family: str, log=print) -> dict:
         started = time.perf_counter()
         after = evaluate.evaluate(sampling.Sampler(sampling.Loaded(trained, loaded.tokenizer, loaded.source),
                                                    settings.sample_batch, settings.max_new_tokens,
-                                                   settings.fast_generation),
+                                                   settings.fast),
                                   scorer, family, settings.seed_ranges()["eval"])
         timings["eval_after_s"] = time.perf_counter() - started
         score_counts = vars(scorer.counts[family.key])

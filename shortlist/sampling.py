@@ -260,7 +260,7 @@ class InferenceCopy:
         copied = 0
         for name, module in peft_model.named_modules():
             if isinstance(module, LoraLayer) and hasattr(module, "base_layer"):
-                target = targets[name.removeprefix("base_model.model.")]
+                target = targets[name.removeprefix("_orig_mod.").removeprefix("base_model.model.")]
                 merged = module.base_layer.weight.detach().clone()
                 for adapter in module.active_adapters:
                     if adapter in module.lora_A:

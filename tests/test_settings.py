@@ -68,4 +68,4 @@ def test_from_namespace_takes_only_setting_names():
 
 def test_protocol_leaves_out_only_where_and_how_fast():
     assert set(Settings().as_dict()) - set(Settings().protocol()) == {"out", "families", "sample_batch",
-                                                                      "fast_generation"}
+                                                                      "fast"}
