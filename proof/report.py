@@ -244,6 +244,13 @@ def notebook_links(report: Report) -> str:
 
 
 # --- figures ------------------------------------------------------------------------------------
+def _marks(prediction: str) -> dict:
+    """Filled circles for "improves", hollow squares for "no change", in every figure."""
+    color = COLORS[prediction]
+    return {"marker": "o" if prediction == "improves" else "s", "color": color, "linestyle": "none",
+            "markerfacecolor": color if prediction == "improves" else "white"}
+
+
 def _plot_curve(ax, result: dict, title: str) -> None:
     steps = [row["step"] for row in result["reward_curve"]]
     ax.plot(steps, [row["reward"] for row in result["reward_curve"]], marker=".", label="mean reward")
@@ -289,14 +296,12 @@ def forest_figure(report: Report):
     for y, result in enumerate(reversed(done)):
         g, pred = result["gain"], result["prediction"]["prediction"]
         ax.errorbar(g["gain"], y, xerr=[[g["gain"] - g["ci95"][0]], [g["ci95"][1] - g["gain"]]], capsize=3,
-                    fmt="o" if pred == "improves" else "s", color=COLORS[pred],
-                    markerfacecolor=COLORS[pred] if pred == "improves" else "white")
+                    **_marks(pred))
     ax.axvline(0, color="grey", linewidth=1)
     ax.set_yticks(range(len(done)), [r["family"] for r in reversed(done)], fontsize=8)
     ax.set_xlabel("gain in mean score after GRPO (95% bootstrap CI)")
-    for pred, color in COLORS.items():
-        ax.plot([], [], "o" if pred == "improves" else "s", color=color,
-                markerfacecolor=color if pred == "improves" else "white", label=f"predicted: {pred}")
+    for pred in COLORS:
+        ax.plot([], [], label=f"predicted: {pred}", **_marks(pred))
     ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
     return fig
@@ -311,9 +316,7 @@ def scatter_figure(report: Report):
     fig, axes = plt.subplots(2, 3, figsize=(12, 6.4), sharey=True)
     for ax, (key, label) in zip(axes.flat, analysis.SIGNALS.items()):
         for r in done:
-            pred = r["prediction"]["prediction"]
-            ax.plot(by_family[r["family"]][key], r["gain"]["gain"], "o" if pred == "improves" else "s",
-                    color=COLORS[pred], markerfacecolor=COLORS[pred] if pred == "improves" else "white")
+            ax.plot(by_family[r["family"]][key], r["gain"]["gain"], **_marks(r["prediction"]["prediction"]))
         rho = next(c for c in report.across["correlations"] if c["key"] == key)["score gain"]["rho"]
         ax.set_title(f"{label}: ρ = {rho:+.2f}" if rho is not None else label, fontsize=9)
         ax.axhline(0, color="grey", linewidth=0.8)

@@ -37,7 +37,7 @@ class Settings:
     checkpoint_every: int = 25  # steps between LoRA checkpoints a rerun resumes from; 0: none
     # Sampling and scoring
     max_new_tokens: int = trainee.MAX_NEW_TOKENS
-    sample_batch: int = sampling.SAMPLE_BATCH  # sequences per generate() call (speed only)
+    sample_batch: int = sampling.SAMPLE_BATCH  # sequences per generate() call; 0: as many as fit (speed only)
     fast: bool = True  # static-cache generation in CUDA graphs, compiled training (GPU): speed only, same math
     score_deadline_s: float = scoring.DEADLINE_S
     # Seed ranges: predict, train and evaluate on disjoint tasks
@@ -73,7 +73,7 @@ class Settings:
             if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
                 raise SettingsError(f"{f.name}={value!r}: must be {kind.__name__}")
         at_least = {"steps": 1, "group": 2, "prompts_per_step": 1, "batch_per_device": 1, "eval_n": 1,
-                    "predict_tasks": 1, "max_new_tokens": 1, "sample_batch": 1, "lora_r": 1, "logging_steps": 1,
+                    "predict_tasks": 1, "max_new_tokens": 1, "sample_batch": 0, "lora_r": 1, "logging_steps": 1,
                     "bootstrap_n": 100, "checkpoint_every": 0}
         for name, low in at_least.items():
             if getattr(self, name) < low:

@@ -9,7 +9,7 @@ import argparse
 import json
 import sys
 
-from shortlist import families, screening, scoring, trainee
+from shortlist import families, sampling, screening, scoring, trainee
 from shortlist.families import FamilyError
 
 
@@ -23,7 +23,8 @@ def main(argv: list[str] | None = None) -> int:
     sc.add_argument("--group", type=int, default=trainee.GROUP, help="samples per task (GRPO's group size)")
     sc.add_argument("--first-seed", type=int, default=screening.PREDICT_SEED)
     sc.add_argument("--max-new-tokens", type=int, default=trainee.MAX_NEW_TOKENS)
-    sc.add_argument("--batch", type=int, default=32, help="sequences per generate() call")
+    sc.add_argument("--batch", type=int, default=sampling.SAMPLE_BATCH,
+                    help="sequences per generate() call; 0: as many as fit in GPU memory")
     sc.add_argument("--json", help="also write the screens to this file")
     sub.add_parser("families", help="list the families that build with their default config")
     args = ap.parse_args(argv)
@@ -35,13 +36,12 @@ def main(argv: list[str] | None = None) -> int:
         chosen = families.parse_list(args.families)
         if args.group < 2:
             raise ValueError(f"--group {args.group}: GRPO compares at least 2 samples per task")
-        if args.tasks < 1 or args.max_new_tokens < 1 or args.batch < 1:
-            raise ValueError("--tasks, --max-new-tokens and --batch must be at least 1")
+        if args.tasks < 1 or args.max_new_tokens < 1 or args.batch < 0:
+            raise ValueError("--tasks and --max-new-tokens must be at least 1, --batch at least 0")
     except (FamilyError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
-    from shortlist import sampling
     loaded = sampling.load(args.model)
     sampler = sampling.Sampler(loaded, batch_size=args.batch, max_new_tokens=args.max_new_tokens)
     screens = []

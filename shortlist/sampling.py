@@ -23,7 +23,9 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
 from shortlist import tiny, trainee
 
-SAMPLE_BATCH = 32  # sequences per generate() call: GRPO's own generation batch (4 prompts x 8)
+SAMPLE_BATCH = 0  # sequences per generate() call; 0: as many as fit (auto_batch)
+CPU_BATCH = 32  # GRPO's own generation batch (4 prompts x 8), what auto_batch takes without a GPU
+MEMORY_SHARE = 0.4  # of the GPU memory free when sampling starts, what auto_batch lets the KV cache take
 ENGINE_FIELDS = {"cache_implementation", "disable_compile", "max_cache_len"}  # how, not what, fast changes
 CACHE_QUANTUM = 64  # static cache lengths are rounded up to this, so a new prompt length rarely recompiles
 
@@ -206,6 +208,20 @@ def decode_static(model, ids: torch.Tensor, mask: torch.Tensor, config: Generati
     return completion_ids(torch.cat([ids, torch.stack(tokens, dim=1)], dim=1), width, eos)
 
 
+def auto_batch(model, rows: int, length: int) -> int:
+    """How many sequences one call takes: all of them if their static cache fits in MEMORY_SHARE of
+    the free GPU memory, else as many as do. Measured on an H200 (bench/results): evaluating 200
+    tasks in one batch of 200 took 0.31 s against 0.72-0.94 s in batches of 32; a T4 holds far fewer."""
+    if model.device.type != "cuda":
+        return min(rows, CPU_BATCH)
+    text = model.config.get_text_config()
+    heads = getattr(text, "num_key_value_heads", None) or text.num_attention_heads
+    head_dim = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
+    per_row = 2 * text.num_hidden_layers * heads * head_dim * length * model.dtype.itemsize + 8 * text.vocab_size
+    free, _ = torch.cuda.mem_get_info(model.device)
+    return max(1, min(rows, int(free * MEMORY_SHARE // per_row)))
+
+
 def cache_length(rows: list[list[int]], max_new_tokens: int) -> int:
     need = max(len(r) for r in rows) + max_new_tokens
     return -(-need // CACHE_QUANTUM) * CACHE_QUANTUM
@@ -214,8 +230,8 @@ def cache_length(rows: list[list[int]], max_new_tokens: int) -> int:
 class Sampler:
     def __init__(self, loaded: Loaded, batch_size: int = SAMPLE_BATCH, max_new_tokens: int = trainee.MAX_NEW_TOKENS,
                  fast: bool = True):
-        if batch_size < 1 or max_new_tokens < 1:
-            raise ValueError("sampling needs batch_size >= 1 and max_new_tokens >= 1")
+        if batch_size < 0 or max_new_tokens < 1:
+            raise ValueError("sampling needs batch_size >= 0 (0: auto) and max_new_tokens >= 1")
         self.model, self.tokenizer = loaded.model, loaded.tokenizer
         self.batch_size, self.max_new_tokens, self.fast = batch_size, max_new_tokens, fast
         self.eos = eos_token_ids(self.model, self.tokenizer)
@@ -223,9 +239,11 @@ class Sampler:
     def complete(self, questions: list[str], k: int = 1, greedy: bool = False) -> list[list[str]]:
         """k completions per question (decoded, special tokens skipped), k consecutive copies per prompt."""
         rows = [ids for ids in prompt_ids(self.tokenizer, questions) for _ in range(k)]
+        length = cache_length(rows, self.max_new_tokens)
         config = generation_config(self.model, self.tokenizer, greedy, self.max_new_tokens, self.fast,
-                                   cache_length(rows, self.max_new_tokens) if self.fast else None)
-        ids = generate_ids(self.model, rows, config, self.batch_size, self.tokenizer.pad_token_id, self.eos,
+                                   length if self.fast else None)
+        batch = self.batch_size or auto_batch(self.model, len(rows), length)
+        ids = generate_ids(self.model, rows, config, batch, self.tokenizer.pad_token_id, self.eos,
                            same_shape=self.fast)
         texts = self.tokenizer.batch_decode(ids, skip_special_tokens=True)
         return [texts[i * k:(i + 1) * k] for i in range(len(questions))]

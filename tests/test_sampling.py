@@ -88,7 +88,19 @@ def test_completions_stop_at_the_first_eos():
 
 def test_sampler_refuses_impossible_sizes(tiny_model):
     with pytest.raises(ValueError):
-        sampling.Sampler(tiny_model, batch_size=0)
+        sampling.Sampler(tiny_model, batch_size=-1)
+
+
+def test_auto_batch_takes_what_fits(tiny_model, monkeypatch):
+    assert sampling.auto_batch(tiny_model.model, 200, 256) == sampling.CPU_BATCH  # no GPU: GRPO's batch
+    assert sampling.auto_batch(tiny_model.model, 5, 256) == 5
+
+    class OnGpu:  # the tiny model's shape, on a GPU with 1 GiB free
+        config, dtype, device = tiny_model.model.config, torch.float32, torch.device("cuda")
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device: (1 << 30, 80 << 30))
+    per_row = 2 * 2 * 2 * 16 * 256 * 4 + 8 * tiny_model.model.config.vocab_size  # K and V, 2 layers, 2 heads x 16
+    assert sampling.auto_batch(OnGpu, 10**6, 256) == int((1 << 30) * sampling.MEMORY_SHARE // per_row)
+    assert sampling.auto_batch(OnGpu, 200, 256) == 200
 
 
 def test_the_fast_engine_changes_only_engine_fields(grpo_trainer):
