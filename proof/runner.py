@@ -40,11 +40,12 @@ def visible_gpus() -> list[str]:
         return []
 
 
-def execute(notebook: Path, dest: Path, parameters: dict, gpu: str | None = None, log=print) -> str | None:
+def execute(notebook: Path, dest: Path, parameters: dict, gpu: str | None = None) -> str | None:
     """Run one notebook with papermill in its own process; returns None, or why it failed (one line).
 
-    papermill writes the notebook as it goes, to a partial name renamed into place at the end,
-    so dest is always a whole executed notebook, failed or not."""
+    papermill prints each cell as it starts and what the cell prints (--log-output). It writes
+    the notebook as it goes, to a partial name renamed into place at the end, so dest is always
+    a whole executed notebook, failed or not."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     partial = dest.with_name(dest.stem + ".partial.ipynb")
     env = dict(os.environ, PYTHONUNBUFFERED="1")
@@ -110,7 +111,7 @@ def run(settings: Settings, notebooks: Path = NOTEBOOKS, log=print) -> Path:
         log(f"01_predict: kept, predictions verify (sha256 {sha[:12]}…)")
     except commit.NotCommitted:
         log("01_predict: screening every family and committing the predictions")
-        reason = execute(notebooks / PREDICT, out_nb / PREDICT, parameters, log=log)
+        reason = execute(notebooks / PREDICT, out_nb / PREDICT, parameters)
         if reason:
             raise RuntimeError(f"01_predict failed: {reason} (see {out_nb / PREDICT})")
         _, sha = commit.verified(settings)
@@ -128,7 +129,7 @@ def run(settings: Settings, notebooks: Path = NOTEBOOKS, log=print) -> Path:
         dest = out_nb / f"02_train_family.{family.slug}.ipynb"
         started = time.time()
         log(f"02 {key}: started" + (f" on GPU {gpu}" if gpu is not None else ""))
-        reason = execute(notebooks / TRAIN, dest, {**parameters, "family": key}, gpu=gpu, log=log)
+        reason = execute(notebooks / TRAIN, dest, {**parameters, "family": key}, gpu=gpu)
         if reason:
             files.write_json(files.result(settings.out, family.slug),
                              failed(key, sha, reason, str(dest.relative_to(settings.out))))
@@ -140,7 +141,7 @@ def run(settings: Settings, notebooks: Path = NOTEBOOKS, log=print) -> Path:
         by_slot = [[(i, k) for i, k in enumerate(todo) if i % len(slots) == s] for s in range(len(slots))]
         list(pool.map(lambda queue: [train_one(item) for item in queue], by_slot))
     log("03_report: building the report")
-    reason = execute(notebooks / REPORT, out_nb / REPORT, parameters, log=log)
+    reason = execute(notebooks / REPORT, out_nb / REPORT, parameters)
     stamp(out_nb / REPORT, sha, settings)
     if reason:
         raise RuntimeError(f"03_report failed: {reason} (see {out_nb / REPORT})")

@@ -138,6 +138,12 @@ def train(loaded: sampling.Loaded, settings: Settings, family: families_.Family,
     return merged, trainer.state.log_history
 
 
+def step_times(log_history: list[dict], train_s: float, steps: int) -> dict:
+    """Seconds per step over the run, and the median logged step: the first steps pay compilation."""
+    logged = sorted(h["step_time"] for h in log_history if "step_time" in h)
+    return {"seconds_per_step": train_s / steps, "median_step_s": logged[len(logged) // 2] if logged else None}
+
+
 def curve(log_history: list[dict]) -> list[dict]:
     def finite(x):  # JSON has no NaN; a step that logged none shows as a gap
         return x if isinstance(x, (int, float)) and math.isfinite(x) else None
@@ -180,7 +186,7 @@ def run_family(settings: Settings, family: str, log=print) -> dict:
         score_counts = vars(scorer.counts[family.key])
     result = outcome(settings, family.key, sha, commit.prediction_for(body, family.key), before, after,
                      curve(history)) | {"model": loaded.source, "started_at": started_at, "scoring": score_counts,
-                                        "timings": timings | {"seconds_per_step": timings["train_s"] / settings.steps}}
+                                        "timings": timings | step_times(history, timings["train_s"], settings.steps)}
     files.write_json(path, result)
     log(f"{family.key}: predicted {result['prediction']['prediction']}; mean score {before['mean_score']:.3f} -> "
         f"{after['mean_score']:.3f} (gain {result['gain']['gain']:+.3f}, p={result['gain']['p']:.3f}); "

@@ -49,7 +49,7 @@ def test_figures_are_drawn_for_finished_families_only(synthetic):
 def test_rendered_from_the_executed_report_notebook(synthetic, tmp_path):
     s = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP}})
     executed = files.notebooks(s.out) / runner.REPORT
-    assert runner.execute(runner.NOTEBOOKS / runner.REPORT, executed, s.as_dict(), log=lambda *_: None) is None
+    assert runner.execute(runner.NOTEBOOKS / runner.REPORT, executed, s.as_dict()) is None
     html = report.render(executed, files.report(s.out)).read_text()
     assert "The rule held on 1 of 1 families" in html
     assert "report.load" not in html and "Traceback" not in html and "TqdmWarning" not in html

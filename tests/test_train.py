@@ -28,7 +28,7 @@ def test_result_file_holds_everything_the_report_needs(run):
     assert result["held"] == (result["improved"] == (result["prediction"]["prediction"] == "improves"))
     for field in ("timings", "versions", "device", "written_at", "model", "settings", "scoring"):
         assert field in result
-    assert result["timings"]["train_s"] > 0
+    assert result["timings"]["train_s"] > 0 and 0 < result["timings"]["median_step_s"] <= result["timings"]["train_s"]
 
 
 def test_reward_curve_has_a_row_per_logged_step(run):
