@@ -49,6 +49,15 @@ def read_json(path: Path):
     return json.loads(Path(path).read_text())
 
 
+def made_against(path: Path, sha: str) -> dict | None:
+    """A file the run wrote, if it is there and was made against these predictions."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    record = read_json(path)
+    return record if record.get("predictions_sha256") == sha else None
+
+
 def predictions(out) -> Path:
     return Path(out) / "predictions.json"
 

@@ -39,8 +39,8 @@ def load(out) -> Report:
     body, sha = commit.committed(out)
     results = {}
     for key in body["families"]:
-        path = files.result(out, families_.parse(key).slug)
-        if path.exists() and (result := files.read_json(path)).get("predictions_sha256") == sha:
+        result = files.made_against(files.result(out, families_.parse(key).slug), sha)
+        if result:
             if result["status"] == "done":
                 result["analysis"] = analysis.family(result, body["settings"])
             results[key] = result

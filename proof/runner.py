@@ -94,9 +94,8 @@ def pending(settings: Settings, sha: str) -> list[str]:
     """Families without a finished result for these predictions (failed ones are tried again)."""
     todo = []
     for key in settings.families:
-        path = files.result(settings.out, families_.parse(key).slug)
-        old = files.read_json(path) if path.exists() else {}
-        if not (old.get("status") == "done" and old.get("predictions_sha256") == sha):
+        result = files.made_against(files.result(settings.out, families_.parse(key).slug), sha)
+        if not result or result["status"] != "done":
             todo.append(key)
     return todo
 

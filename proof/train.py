@@ -156,7 +156,8 @@ def run_family(settings: Settings, family: str, log=print) -> dict:
     family = families_.parse(family)
     body, sha = commit.verified(settings, family.key)  # refuses before any model loads
     path = files.result(settings.out, family.slug)
-    if path.exists() and (old := files.read_json(path)).get("status") == "done" and old.get("predictions_sha256") == sha:
+    old = files.made_against(path, sha)
+    if old and old["status"] == "done":
         log(f"{family.key}: result already there ({path})")
         return old
     work = files.work(settings.out, family.slug)
@@ -164,8 +165,9 @@ def run_family(settings: Settings, family: str, log=print) -> dict:
     loaded = sampling.load(settings.model)
     with scoring.Scorer(deadline_s=settings.score_deadline_s) as scorer:
         before_path = work / "before.json"
-        if before_path.exists() and files.read_json(before_path).get("predictions_sha256") == sha:
-            before = files.read_json(before_path)["evaluation"]
+        stored = files.made_against(before_path, sha)
+        if stored:
+            before = stored["evaluation"]
         else:
             started = time.perf_counter()
             before = evaluate.evaluate(sampling.Sampler(loaded, settings.sample_batch, settings.max_new_tokens,
