@@ -41,7 +41,6 @@ def main() -> None:
     width, length = ids.shape[1], sampling.cache_length(rows, 128)
     config = sampling.generation_config(model, loaded.tokenizer, False, 128, True, length)
     used, _ = model._prepare_generation_config(config)
-    cache = torch.nn.Module()  # placeholder name
     from transformers import StaticCache
     cache = StaticCache(config=model.config, max_cache_len=length)
     attention = torch.ones(32, length, dtype=mask.dtype, device="cuda")

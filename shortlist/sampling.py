@@ -7,8 +7,8 @@ generation_config in the same way for both, so "whatever the model's generation_
 cannot leak in on one side only. tests/test_sampling.py builds both and compares.
 
 The fast engine changes how tokens are computed, never which distribution they come from: a
-static KV cache (compiled into CUDA graphs on a GPU; a decode step is bound by kernel launches,
-not arithmetic) and batches padded to one shape so that it compiles once. Only the engine
+static KV cache whose decode step replays as a CUDA graph on a GPU (decode_static), and batches
+padded to one shape so that it compiles once. Only the engine
 fields of the config differ (ENGINE_FIELDS). For GRPO, InferenceCopy keeps a plain copy of the
 model being trained, with the LoRA weights merged in place each step.
 """
@@ -76,8 +76,8 @@ def generation_config(model, tokenizer, greedy: bool = False, max_new_tokens: in
         else {"cache_implementation": None, "disable_compile": True}
     with quiet(greedy):
         return GenerationConfig(
-        max_new_tokens=max_new_tokens, do_sample=not greedy, pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id, eos_token_id=eos_token_ids(model, tokenizer),
+            max_new_tokens=max_new_tokens, do_sample=not greedy, pad_token_id=tokenizer.pad_token_id,
+            bos_token_id=tokenizer.bos_token_id, eos_token_id=eos_token_ids(model, tokenizer),
             temperature=trainee.TEMPERATURE, top_p=trainee.TOP_P, top_k=trainee.TOP_K, min_p=trainee.MIN_P,
             repetition_penalty=trainee.REPETITION_PENALTY, **engine)
 
