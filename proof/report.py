@@ -331,6 +331,22 @@ def scatter_figure(report: Report):
 
 
 # --- HTML ---------------------------------------------------------------------------------------
+def nbconvert_templates() -> str:
+    """The folder holding nbconvert's own templates ("lab", "base"), looked up from where nbconvert is installed.
+
+    nbconvert searches only jupyter_path(), which names sys.prefix: in a venv made with
+    --system-site-packages (the Makefile's default) an nbconvert installed in the base Python is
+    imported, but its templates under the base prefix are never found. CI failed on exactly that.
+    """
+    import nbconvert
+    from jupyter_core.paths import jupyter_path
+    installed = [parent / "share" / "jupyter" for parent in Path(nbconvert.__file__).parents]
+    for root in installed + [Path(p) for p in jupyter_path()]:
+        if (root / "nbconvert" / "templates" / "lab" / "conf.json").is_file():
+            return str(root / "nbconvert" / "templates")
+    raise FileNotFoundError(f"nbconvert's 'lab' template is in none of {[str(r) for r in installed]}: reinstall nbconvert")
+
+
 def render(executed: Path, dest: Path) -> Path:
     """report.html from the executed 03 notebook: no code, no stderr, nothing fetched from the network."""
     import nbformat
@@ -341,7 +357,8 @@ def render(executed: Path, dest: Path) -> Path:
             cell.outputs = [o for o in cell.outputs if not (o.get("output_type") == "stream" and o.get("name") == "stderr")]
     nb.metadata["title"] = "Shortlist: the proof"
     exporter = HTMLExporter(template_name="lab", exclude_input=True, exclude_input_prompt=True,
-                            exclude_output_prompt=True, extra_template_paths=[str(TEMPLATE)])
+                            exclude_output_prompt=True, extra_template_paths=[str(TEMPLATE)],
+                            extra_template_basedirs=[nbconvert_templates()])
     exporter.template_file = "report.html.j2"
     html, _ = exporter.from_notebook_node(nb)
     files.write_text(dest, html)

@@ -55,6 +55,17 @@ def test_rendered_from_the_executed_report_notebook(synthetic, tmp_path):
     assert "report.load" not in html and "Traceback" not in html and "TqdmWarning" not in html
 
 
+def test_rendered_when_jupyters_search_path_misses_nbconverts_install(synthetic, tmp_path, monkeypatch):
+    # a venv with --system-site-packages: nbconvert imports from the base Python, and jupyter_path()
+    # names only the venv's share/jupyter, where no templates are (CI's failure)
+    import nbconvert.exporters.templateexporter as templateexporter
+    monkeypatch.setattr(templateexporter, "jupyter_path", lambda *parts: [str(tmp_path / "empty")])
+    s = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP}})
+    executed = files.notebooks(s.out) / runner.REPORT
+    assert runner.execute(runner.NOTEBOOKS / runner.REPORT, executed, s.as_dict()) is None
+    assert "The rule held on 1 of 1 families" in report.render(executed, files.report(s.out)).read_text()
+
+
 @pytest.mark.skipif(shutil.which("chromium") is None and not os.environ.get("CI"),
                     reason="Debian's chromium is not installed here (CI installs it)")
 def test_report_renders_in_headless_chromium(smoke_run, tmp_path):
