@@ -356,9 +356,11 @@ def render(executed: Path, dest: Path) -> Path:
         if cell.cell_type == "code":
             cell.outputs = [o for o in cell.outputs if not (o.get("output_type") == "stream" and o.get("name") == "stderr")]
     nb.metadata["title"] = "Shortlist: the proof"
+    # "lab" is looked up under the base dirs; templates' own {% extends 'base/...' %} under the paths
+    templates = nbconvert_templates()
     exporter = HTMLExporter(template_name="lab", exclude_input=True, exclude_input_prompt=True,
-                            exclude_output_prompt=True, extra_template_paths=[str(TEMPLATE)],
-                            extra_template_basedirs=[nbconvert_templates()])
+                            exclude_output_prompt=True, extra_template_paths=[str(TEMPLATE), templates],
+                            extra_template_basedirs=[templates])
     exporter.template_file = "report.html.j2"
     html, _ = exporter.from_notebook_node(nb)
     files.write_text(dest, html)

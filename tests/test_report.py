@@ -1,6 +1,7 @@
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import matplotlib.image
@@ -55,15 +56,21 @@ def test_rendered_from_the_executed_report_notebook(synthetic, tmp_path):
     assert "report.load" not in html and "Traceback" not in html and "TqdmWarning" not in html
 
 
-def test_rendered_when_jupyters_search_path_misses_nbconverts_install(synthetic, tmp_path, monkeypatch):
-    # a venv with --system-site-packages: nbconvert imports from the base Python, and jupyter_path()
-    # names only the venv's share/jupyter, where no templates are (CI's failure)
-    import nbconvert.exporters.templateexporter as templateexporter
-    monkeypatch.setattr(templateexporter, "jupyter_path", lambda *parts: [str(tmp_path / "empty")])
+def test_rendered_when_jupyters_search_path_misses_nbconverts_install(synthetic, tmp_path):
+    # CI's failure: in a venv made with --system-site-packages, nbconvert imports from the base Python
+    # while jupyter_path() names only the venv's prefix, where no templates are. A render in a process
+    # whose sys.prefix is an empty folder recreates that.
     s = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP}})
     executed = files.notebooks(s.out) / runner.REPORT
     assert runner.execute(runner.NOTEBOOKS / runner.REPORT, executed, s.as_dict()) is None
-    assert "The rule held on 1 of 1 families" in report.render(executed, files.report(s.out)).read_text()
+    (tmp_path / "prefix").mkdir()
+    script = ("import sys; sys.prefix = sys.argv[1]\n"
+              "from proof import report; from pathlib import Path\n"
+              "report.render(Path(sys.argv[2]), Path(sys.argv[3]))")
+    env = {**os.environ, "HOME": str(tmp_path), "JUPYTER_PATH": "", "JUPYTER_DATA_DIR": str(tmp_path / "data")}
+    subprocess.run([sys.executable, "-c", script, str(tmp_path / "prefix"), str(executed), str(tmp_path / "r.html")],
+                   check=True, env=env, cwd=tmp_path)
+    assert "The rule held on 1 of 1 families" in (tmp_path / "r.html").read_text()
 
 
 @pytest.mark.skipif(shutil.which("chromium") is None and not os.environ.get("CI"),
