@@ -11,8 +11,11 @@ import ast
 import dataclasses
 from dataclasses import dataclass, field, fields
 
+import math
+
 from shortlist import families as families_
-from shortlist import sampling, scoring, screening, trainee
+from shortlist import sampling, scoring, screening
+from shortlist import trainee as trainee_
 
 
 class SettingsError(ValueError):
@@ -21,13 +24,13 @@ class SettingsError(ValueError):
 
 @dataclass(frozen=True)
 class Settings:
-    model: str = trainee.MODEL  # a hub name, a local folder, or "tiny" (built offline)
+    trainee: str = "qwen3"  # a profile (shortlist/trainee.py), "profile(field=value, ...)", or a .json file
+    model: str = ""  # a hub name, a local folder, or "tiny" (built offline); "": the trainee's own
     families: tuple = families_.DEFAULT
     out: str = "results"  # every file a run writes goes under this folder
     # GRPO + LoRA (the seed's hyper-parameters)
     steps: int = 100
-    group: int = trainee.GROUP  # completions per prompt
-    prompts_per_step: int = 4
+    prompts_per_step: int = 4  # x the trainee's group = completions per step
     batch_per_device: int = 4  # completions per forward/backward; gradient accumulation covers the rest
     lr: float = 5e-5
     lora_r: int = 16
@@ -35,8 +38,7 @@ class Settings:
     seed: int = 0
     logging_steps: int = 5
     checkpoint_every: int = 25  # steps between LoRA checkpoints a rerun resumes from; 0: none
-    # Sampling and scoring
-    max_new_tokens: int = trainee.MAX_NEW_TOKENS
+    # Sampling and scoring (how the trainee samples is the trainee's)
     sample_batch: int = sampling.SAMPLE_BATCH  # sequences per generate() call; 0: as many as fit (speed only)
     fast: bool = True  # static-cache generation in CUDA graphs, compiled training (GPU): speed only, same math
     score_deadline_s: float = scoring.DEADLINE_S
@@ -57,6 +59,19 @@ class Settings:
                 object.__setattr__(self, f.name, float(getattr(self, f.name)))
         fams = self.families
         object.__setattr__(self, "families", tuple(f.key for f in families_.parse_list(fams)) if fams else ())
+        resolved = trainee_.resolve(self.trainee) if isinstance(self.trainee, str) else None
+        if resolved is not None and self.model:
+            resolved = resolved.replace(model=self.model)
+        object.__setattr__(self, "_profile", resolved)
+
+    @property
+    def profile(self) -> trainee_.Trainee:
+        """The trainee these settings train: its profile, with `model` put in where one is given."""
+        return self._profile
+
+    @property
+    def group(self) -> int:
+        return self.profile.group
 
     @property
     def grad_accum(self) -> int:
@@ -72,25 +87,30 @@ class Settings:
             value, kind = getattr(self, f.name), type(f.default)
             if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
                 raise SettingsError(f"{f.name}={value!r}: must be {kind.__name__}")
-        at_least = {"steps": 1, "group": 2, "prompts_per_step": 1, "batch_per_device": 1, "eval_n": 1,
-                    "predict_tasks": 1, "max_new_tokens": 1, "sample_batch": 0, "lora_r": 1, "logging_steps": 1,
-                    "bootstrap_n": 100, "checkpoint_every": 0}
-        for name, low in at_least.items():
-            if getattr(self, name) < low:
-                why = " (GRPO compares completions within a group)" if name == "group" else ""
-                raise SettingsError(f"{name}={getattr(self, name)}: must be at least {low}{why}")
+        within = {"steps": (1, 100_000), "prompts_per_step": (1, 4096), "batch_per_device": (1, 4096),
+                  "eval_n": (1, 100_000), "predict_tasks": (1, 100_000), "sample_batch": (0, 1 << 20),
+                  "lora_r": (1, 4096), "lora_alpha": (1, 1 << 16), "logging_steps": (1, 100_000),
+                  "bootstrap_n": (100, 1_000_000), "checkpoint_every": (0, 100_000), "seed": (0, SEED_MAX),
+                  "predict_seed": (0, SEED_MAX), "train_seed": (0, SEED_MAX), "eval_seed": (0, SEED_MAX)}
+        for name, (low, high) in within.items():
+            if not low <= getattr(self, name) <= high:
+                raise SettingsError(f"{name}={getattr(self, name)}: must lie in {low}..{high}")
         completions = self.prompts_per_step * self.group
         if completions % self.batch_per_device:
             raise SettingsError(f"batch_per_device={self.batch_per_device} does not divide the {completions} "
-                                f"completions of a step (prompts_per_step {self.prompts_per_step} x group {self.group})")
-        for name in ("lr", "score_deadline_s", "equivalence_margin"):
-            if not getattr(self, name) > 0:
-                raise SettingsError(f"{name}={getattr(self, name)}: must be positive")
-        if not 0 < self.alpha < 1:
-            raise SettingsError(f"alpha={self.alpha}: must lie between 0 and 1")
+                                f"completions of a step (prompts_per_step {self.prompts_per_step} x the "
+                                f"trainee's group {self.group})")
+        for name, (low, high) in {"lr": (0, 1), "score_deadline_s": (0, 600), "equivalence_margin": (0, 1),
+                                  "alpha": (0, 0.5)}.items():
+            value = getattr(self, name)
+            if not (math.isfinite(value) and low < value <= high):
+                raise SettingsError(f"{name}={value}: must be a number in ({low}, {high}]")
         if not self.families:
             raise SettingsError("families: none given")
         ranges = list(self.seed_ranges().items())
+        for name, r in ranges:
+            if r.stop - 1 > SEED_MAX:
+                raise SettingsError(f"{name} seeds run to {r.stop - 1}, past the largest seed {SEED_MAX}")
         for i, (a, ra) in enumerate(ranges):
             for b, rb in ranges[i + 1:]:
                 if ra.start < rb.stop and rb.start < ra.stop:
@@ -99,7 +119,8 @@ class Settings:
         return self
 
     def protocol(self) -> dict:
-        """What predictions commit to: every setting but where the files go and how fast it runs."""
+        """What predictions commit to: every setting but where the files go and how fast it runs
+        (and the trainee, which predictions.json records resolved, field by field, on its own)."""
         return {k: v for k, v in self.as_dict().items() if k not in SPEED_ONLY}
 
     def as_dict(self) -> dict:
@@ -109,7 +130,8 @@ class Settings:
         return dataclasses.replace(self, **changes)
 
 
-SPEED_ONLY = ("out", "families", "sample_batch", "fast")
+SEED_MAX = 2**32 - 1  # numpy's and reasoning-gym's seeds are unsigned 32-bit
+SPEED_ONLY = ("out", "families", "sample_batch", "fast", "trainee", "model")
 
 
 def names() -> list[str]:
@@ -127,6 +149,8 @@ def make(preset: str | None = None, **overrides) -> Settings:
         return Settings(**{**PRESETS.get(preset or "full", {}), **overrides}).validate()
     except families_.FamilyError as e:
         raise SettingsError(f"families: {e}") from None
+    except trainee_.TraineeError as e:
+        raise SettingsError(str(e)) from None
 
 
 def from_namespace(namespace: dict) -> Settings:
@@ -162,7 +186,8 @@ PRESETS = {
     "full": {},  # the seed's protocol on Qwen3-0.6B
     "smoke": {  # the whole pipeline on the offline tiny model, in a few minutes on a CPU
         # lr is 60x the seed's so that 4 steps move the tiny model at all; its numbers mean nothing
-        "model": "tiny", "families": SMOKE_FAMILIES, "out": "results/smoke", "steps": 4, "lr": 3e-3, "logging_steps": 1,
-        "predict_tasks": 8, "eval_n": 24, "max_new_tokens": 16, "checkpoint_every": 1, "bootstrap_n": 2000,
+        "model": "tiny", "trainee": "qwen3(max_new_tokens=16)", "families": SMOKE_FAMILIES, "out": "results/smoke",
+        "steps": 4, "lr": 3e-3, "logging_steps": 1, "predict_tasks": 8, "eval_n": 24, "checkpoint_every": 1,
+        "bootstrap_n": 2000,
     },
 }

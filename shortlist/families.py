@@ -8,7 +8,6 @@ Values are Python literals. Several families are separated by commas outside par
 """
 from __future__ import annotations
 
-import ast
 import dataclasses
 import difflib
 import re
@@ -16,6 +15,8 @@ from dataclasses import dataclass, field
 
 import reasoning_gym
 from reasoning_gym.factory import DATASETS
+
+from shortlist import spec
 
 
 # The seed's six families, at Reasoning Gym's default difficulty
@@ -51,9 +52,7 @@ class Family:
     @property
     def key(self) -> str:
         """The canonical spelling: parse(f.key) == f, and equal families have equal keys."""
-        if not self.config:
-            return self.name
-        return f"{self.name}({', '.join(f'{k}={self.config[k]!r}' for k in sorted(self.config))})"
+        return spec.render(self.name, self.config)
 
     @property
     def slug(self) -> str:
@@ -75,32 +74,17 @@ class Family:
 def parse(text: str | Family) -> Family:
     if isinstance(text, Family):
         return text
-    text = text.strip()
     try:
-        node = ast.parse(text, mode="eval").body
-    except SyntaxError:
-        raise FamilyError(f"cannot read family {text!r}: write name or name(key=value, ...)") from None
-    if isinstance(node, ast.Name):
-        return Family(node.id)
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.args:
-        try:
-            config = {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords}
-        except ValueError:
-            raise FamilyError(f"{text!r}: settings must be Python literals (numbers, strings, lists)") from None
-        return Family(node.func.id, {k: list(v) if isinstance(v, tuple) else v for k, v in config.items()})
-    raise FamilyError(f"cannot read family {text!r}: write name or name(key=value, ...)")
+        name, config = spec.call(text, "family")
+    except spec.SpecError as e:
+        raise FamilyError(str(e)) from None
+    return Family(name, config)
 
 
 def parse_list(families: str | list | tuple) -> list[Family]:
     """Families from a list, or from one string separated by commas outside parentheses."""
     if isinstance(families, str):
-        parts, depth, start = [], 0, 0
-        for i, ch in enumerate(families):
-            depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(ch, 0)
-            if ch == "," and depth == 0:
-                parts.append(families[start:i])
-                start = i + 1
-        families = parts + [families[start:]]
+        families = spec.split(families)
     parsed = [parse(f) for f in families if isinstance(f, Family) or f.strip()]
     if not parsed:
         raise FamilyError("no families given")
@@ -121,3 +105,11 @@ def creatable() -> list[str]:
         except Exception:
             pass
     return names
+
+
+def fingerprint(tasks: list[dict]) -> str:
+    """SHA-256 of tasks' seeds, questions and answers: equal only where the tasks are the same."""
+    import hashlib
+    import json
+    rows = [[t["seed"], t["question"], t["answer"]] for t in tasks]
+    return hashlib.sha256(json.dumps(rows, ensure_ascii=False, default=str).encode()).hexdigest()

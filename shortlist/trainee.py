@@ -1,103 +1,278 @@
 """The trainee: which model, how it is asked, how it samples, and Shortlist's rule for it.
 
-Everything that decides what "the model can do" lives here, so the screening that predicts and
-the GRPO run that tests the prediction cannot drift apart.
-
-Prompt and extraction follow reasoning-gym's own convention (SYSTEM_PROMPTS["direct"] and
-utils.extract_answer): the answer goes between <answer> tags. The "direct" prompt, not the
-step-by-step "default" one, because the completion budget is MAX_NEW_TOKENS = 128 (the seed's; a
-GRPO step is ~95% generation) and a step-by-step answer cut off before its tag scores nothing.
-Whether the trainee really writes the tags is measured, not assumed: screening and evaluation
-report the share of answers clean() could extract.
+Everything that decides what "the model can do" is one frozen record, a Trainee, so the
+screening that predicts and the GRPO run that tests the prediction read the same values, and
+predictions.json records every one of them once. Named profiles live in PROFILES; a user adds
+their own without editing the package: a JSON file (`--trainee my.json`), a profile with
+overrides (`--trainee "qwen3(max_new_tokens=256)"`), or register() from Python.
 
 Sampling is GRPO's: TRL computes the policy's log-probabilities as softmax(logits / temperature)
-with no truncation, so only temperature 1.0 with top_k, top_p and min_p switched off samples
-exactly from the policy the loss differentiates (Qwen3's own generation_config, top_k=20 and
-top_p=0.95, would make every sample slightly off-policy). Greedy decoding is only for evaluation.
+with no truncation, so only top_k, top_p and min_p switched off sample exactly from the policy
+the loss differentiates (Qwen3's own generation_config, top_k=20 and top_p=0.95, would make every
+sample slightly off-policy). Greedy decoding is only for evaluation.
 
 The rule, and why each threshold sits where it does:
-- GRPO's advantage is a reward minus its group's mean, so a group whose GROUP rewards are all
-  equal contributes no gradient at all. Only groups that mix correct and incorrect answers
-  push the model towards correctness; groups that differ only in partial credit (which many
-  scorers pay for wrong answers, e.g. 0.05 for garbage in propositional_logic) teach partial
-  credit. So the rule reads the signal on correctness (score >= 1), not on the raw reward.
+- GRPO's advantage is a reward minus its group's mean, so a group whose rewards are all equal
+  contributes no gradient at all. Only groups that mix correct and incorrect answers push the
+  model towards correctness; groups that differ only in partial credit (which many scorers pay
+  for wrong answers, e.g. 0.05 for garbage in propositional_logic) teach partial credit. So the
+  rule reads the signal on correctness (score >= 1), not on the raw reward.
 - Learnability peaks where p(1-p) does, at pass@1 = 0.5, and vanishes at both ends.
-  PASS_MIN = 0.05: below it fewer than 1 sample in 20 is right; at k = 8 a task with p = 0.05
-  mixes in only 1 - 0.95^8 = 34% of its groups, so most prompts teach nothing, and
-  correct answers are too rare for 100 steps of 4 prompts to reinforce. -> "too hard".
-- PASS_MAX = 0.9, on the mean score: the reward itself has under 10% headroom (the mean is at
-  least pass@1, and it also counts near-misses the scorer already pays for), and greedy
+  pass_min = 0.05: below it fewer than 1 sample in 20 is right; at k = 8 a task with p = 0.05
+  mixes in only 1 - 0.95^8 = 34% of its groups, so most prompts teach nothing. -> "too hard".
+- pass_max = 0.9, on the mean score: the reward itself has under 10% headroom, and greedy
   accuracy sits well above sampled pass@1 (0.735 vs 0.32 measured on SmolLM2 products), so the
   greedy evaluation has nothing left to gain. -> "already solved".
-- GRPO_SIGNAL_MIN = 0.25: with 4 prompts per step, at least one prompt per step on average must
+- grpo_signal_min = 0.25: with 4 prompts per step, at least one prompt per step on average must
   carry a correctness gradient. A family can sit inside the pass@1 band and still fall short,
   when some tasks are always solved and the rest never are. -> "no signal".
 These values were fixed before any proof run; predictions.json records them.
 """
 from __future__ import annotations
 
+import dataclasses
+import difflib
+import json
+import math
 import re
+from dataclasses import dataclass, fields
+from pathlib import Path
 
 from reasoning_gym.utils import SYSTEM_PROMPTS, extract_answer
 
-MODEL = "Qwen/Qwen3-0.6B"
-
-# Prompt
-SYSTEM_PROMPT = SYSTEM_PROMPTS["direct"]
-ENABLE_THINKING = False  # Qwen3's thinking would spend the whole 128-token budget before the answer
-
-# Sampling, exactly as TRL's GRPOTrainer is configured with them (proof.train passes these on)
-TEMPERATURE = 1.0
-TOP_P = 1.0
-TOP_K = 0  # 0 switches top-k off, as TRL's default does
-MIN_P = None
-REPETITION_PENALTY = 1.0
-MAX_NEW_TOKENS = 128
-GROUP = 8  # completions per prompt: GRPO's num_generations, and the k of screening's pass@k
-
-# Shortlist's rule
-PASS_MIN = 0.05
-PASS_MAX = 0.9
-GRPO_SIGNAL_MIN = 0.25
+from shortlist import spec
 
 VERDICTS = ("improves", "too hard", "already solved", "no signal")
 
+
+class TraineeError(ValueError):
+    """A trainee that cannot be used; the message is one line."""
+
+
+# --- how an answer is taken out of a completion ---------------------------------------------------
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
+_ANSWER_LINE = re.compile(r"answer\s*(?:is)?\s*:\s*(.+)", re.IGNORECASE)
+_NUMBER = re.compile(r"-?\d+(?:,\d{3})*(?:\.\d+)?")
 
 
-def messages(question: str) -> list[dict]:
-    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": question}]
+def _answer_tags(text: str) -> str | None:
+    return extract_answer(text)
 
 
-def clean(text: str) -> str | None:
-    """The answer inside the last <answer> tags, or None when the completion has none."""
-    return extract_answer(_THINK.sub("", text))
+def _answer_line(text: str) -> str | None:
+    found = _ANSWER_LINE.findall(text)
+    return found[-1].strip().strip("*. ") or None if found else None
 
 
-def rule(pass1: float, mean: float, signal: float) -> str:
-    """Shortlist's verdict from sampled pass@1, mean score and the GRPO signal on correctness."""
-    if mean >= PASS_MAX:
-        return "already solved"
-    if pass1 < PASS_MIN:
-        return "too hard"
-    if signal < GRPO_SIGNAL_MIN:
-        return "no signal"
-    return "improves"
+def _last_number(text: str) -> str | None:
+    found = _NUMBER.findall(text)
+    return found[-1].replace(",", "") if found else None
+
+
+EXTRACTORS = {
+    "answer_tags": _answer_tags,  # reasoning-gym's own: the text inside the last <answer> tags
+    "answer_line": _answer_line,  # the text after the last "Answer:"
+    "last_number": _last_number,  # the last number in the text (numeric families only)
+}
+
+
+def extractor(name: str):
+    """The function named by an extraction: a key of EXTRACTORS, or `regex:<pattern>` (last match,
+    its first group if it has one)."""
+    if name.startswith("regex:"):
+        try:
+            pattern = re.compile(name[len("regex:"):], re.DOTALL)
+        except re.error as e:
+            raise TraineeError(f"extraction {name!r}: {e}") from None
+
+        def by_pattern(text: str) -> str | None:
+            found = list(pattern.finditer(text))
+            return (found[-1].group(1) if pattern.groups else found[-1].group(0)).strip() if found else None
+        return by_pattern
+    if name not in EXTRACTORS:
+        raise TraineeError(f"unknown extraction {name!r}; use one of {', '.join(EXTRACTORS)} or regex:<pattern>")
+    return EXTRACTORS[name]
+
+
+# --- the record -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Trainee:
+    profile: str  # the profile it was built from
+    model: str  # a hub name, a local folder, or "tiny" (built offline)
+    system_prompt: str  # "" sends no system message
+    enable_thinking: bool  # passed to the chat template (Qwen3's thinking would spend the budget)
+    extraction: str  # a key of EXTRACTORS, or regex:<pattern>
+    # sampling, exactly as TRL's GRPOTrainer is configured with them
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0  # 0 switches top-k off, as TRL's default does
+    min_p: float | None = None
+    repetition_penalty: float = 1.0
+    max_new_tokens: int = 128  # the seed's; a GRPO step is ~95% generation
+    group: int = 8  # completions per prompt: GRPO's num_generations, and the k of screening's pass@k
+    # Shortlist's rule
+    pass_min: float = 0.05
+    pass_max: float = 0.9
+    grpo_signal_min: float = 0.25
+
+    def __post_init__(self):
+        for f in fields(self):  # 1 means 1.0 where a float is due (JSON, YAML and papermill write ints)
+            value = getattr(self, f.name)
+            if "float" in str(f.type) and type(value) is int:
+                object.__setattr__(self, f.name, float(value))
+        self._check()
+        extractor(self.extraction)
+
+    def _check(self) -> None:
+        def bad(name, why):
+            raise TraineeError(f"trainee {self.profile!r}: {name}={getattr(self, name)!r}: {why}")
+        for f in fields(self):
+            value, kind = getattr(self, f.name), str(f.type)
+            ok = (isinstance(value, str) if kind == "str" else
+                  isinstance(value, bool) if kind == "bool" else
+                  isinstance(value, int) and not isinstance(value, bool) if kind == "int" else
+                  value is None or isinstance(value, float) if "None" in kind else isinstance(value, float))
+            if not ok:
+                bad(f.name, f"must be {kind}")
+            if isinstance(value, float) and not math.isfinite(value):
+                bad(f.name, "must be finite")
+        if not self.profile or not self.model:
+            bad("model" if self.profile else "profile", "must not be empty")
+        if not self.temperature > 0:
+            bad("temperature", "must be positive (GRPO samples)")
+        if not 0 < self.top_p <= 1:
+            bad("top_p", "must lie in (0, 1]")
+        if self.top_k < 0:
+            bad("top_k", "must be 0 (off) or more")
+        if self.min_p is not None and not 0 <= self.min_p < 1:
+            bad("min_p", "must lie in [0, 1) or be None")
+        if not self.repetition_penalty > 0:
+            bad("repetition_penalty", "must be positive")
+        if not 1 <= self.max_new_tokens <= 32768:
+            bad("max_new_tokens", "must lie in 1..32768")
+        if not 2 <= self.group <= 256:
+            bad("group", "must lie in 2..256 (GRPO compares completions within a group)")
+        for name in ("pass_min", "pass_max", "grpo_signal_min"):
+            if not 0 <= getattr(self, name) <= 1:
+                bad(name, "must lie in [0, 1]")
+        if not self.pass_min < self.pass_max:
+            bad("pass_min", f"must be below pass_max={self.pass_max}")
+
+    # how it is asked, and how its answer is read
+    def messages(self, question: str) -> list[dict]:
+        system = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
+        return system + [{"role": "user", "content": question}]
+
+    def clean(self, text: str) -> str | None:
+        """The answer in a completion (thinking removed), or None when it holds none: it scores 0."""
+        return extractor(self.extraction)(_THINK.sub("", text))
+
+    # Shortlist's rule
+    def rule(self, pass1: float, mean: float, signal: float) -> str:
+        """The verdict from sampled pass@1, mean score and the GRPO signal on correctness."""
+        if mean >= self.pass_max:
+            return "already solved"
+        if pass1 < self.pass_min:
+            return "too hard"
+        if signal < self.grpo_signal_min:
+            return "no signal"
+        return "improves"
+
+    def rule_text(self) -> str:
+        return (f"already solved if mean score >= {self.pass_max}; else too hard if pass@1 < {self.pass_min}; "
+                f"else no signal if GRPO signal on correctness < {self.grpo_signal_min}; else improves")
+
+    def sampling(self) -> dict:
+        """The fields GRPOConfig and GenerationConfig take under the same names."""
+        return {k: getattr(self, k) for k in ("temperature", "top_p", "top_k", "min_p", "repetition_penalty")}
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, record: dict) -> "Trainee":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(record) - known)
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], sorted(known), n=1)
+            raise TraineeError(f"trainee has no field {unknown[0]!r}" + (f"; did you mean {close[0]}?" if close else ""))
+        missing = sorted(f.name for f in fields(cls) if f.default is dataclasses.MISSING and f.name not in record)
+        if missing:
+            raise TraineeError(f"trainee is missing {', '.join(missing)}")
+        return cls(**record)
+
+    def replace(self, **changes) -> "Trainee":
+        return Trainee.from_dict(self.as_dict() | changes)
 
 
 def prediction(verdict: str) -> str:
     return "improves" if verdict == "improves" else "no change"
 
 
-def rule_text() -> str:
-    return (f"already solved if mean score >= {PASS_MAX}; else too hard if pass@1 < {PASS_MIN}; "
-            f"else no signal if GRPO signal on correctness < {GRPO_SIGNAL_MIN}; else improves")
+# --- profiles -------------------------------------------------------------------------------------
+PROFILES: dict[str, Trainee] = {}
 
 
-def settings() -> dict:
-    """Every trainee setting, as recorded with the predictions."""
-    return {"model": MODEL, "system_prompt": SYSTEM_PROMPT, "enable_thinking": ENABLE_THINKING,
-            "temperature": TEMPERATURE, "top_p": TOP_P, "top_k": TOP_K, "min_p": MIN_P,
-            "repetition_penalty": REPETITION_PENALTY, "max_new_tokens": MAX_NEW_TOKENS, "group": GROUP,
-            "pass_min": PASS_MIN, "pass_max": PASS_MAX, "grpo_signal_min": GRPO_SIGNAL_MIN,
-            "rule": rule_text(), "extraction": "reasoning_gym.utils.extract_answer (<answer> tags)"}
+def register(trainee: Trainee) -> Trainee:
+    """Make a profile resolvable by its name (an identifier, so `name(field=value)` can spell it)."""
+    if not trainee.profile.isidentifier():
+        raise TraineeError(f"profile name {trainee.profile!r}: use letters, digits and _ only")
+    PROFILES[trainee.profile] = trainee
+    return trainee
+
+
+# The default. Reasoning-gym's own convention: the "direct" system prompt and extract_answer (the
+# answer between <answer> tags). "direct", not the step-by-step "default", because the budget is 128
+# new tokens and a step-by-step answer cut off before its tag scores nothing. Whether Qwen3 writes
+# the tags is measured, not assumed: screening and evaluation report the share extracted.
+QWEN3 = register(Trainee(profile="qwen3", model="Qwen/Qwen3-0.6B", system_prompt=SYSTEM_PROMPTS["direct"],
+                         enable_thinking=False, extraction="answer_tags"))
+
+# SmolLM2-135M-Instruct almost never writes <answer> tags (sampled pass@1 0.005 on easy products
+# with them), and rarely an "Answer:" line when asked (0.02); it writes "The answer is 12." So it is
+# asked for a final answer line and read by its last number, which it does follow (pass@1 0.17-0.32
+# on easy numeric families; protocol-notes). The prompt below was measured on the GPU machine
+# against the alternatives: see SMOLLM2_MEASURED.
+SMOLLM2 = register(Trainee(
+    profile="smollm2", model="HuggingFaceTB/SmolLM2-135M-Instruct",
+    system_prompt="Solve the problem. End your reply with a line of the form 'Answer: <answer>'.",
+    enable_thinking=False, extraction="last_number"))
+SMOLLM2_MEASURED = "not yet measured"
+
+
+def resolve(trainee: "str | Trainee | dict") -> Trainee:
+    """A Trainee from a profile name, `name(field=value, ...)`, a JSON file, or a record.
+
+    A JSON file holds Trainee fields; with "extends": "<profile>" it overrides that profile,
+    otherwise it names every field a profile has no default for."""
+    if isinstance(trainee, Trainee):
+        return trainee
+    if isinstance(trainee, dict):
+        return Trainee.from_dict(trainee)
+    text = str(trainee).strip()
+    if text.endswith(".json") or Path(text).is_file():
+        return _from_file(Path(text))
+    try:
+        name, overrides = spec.call(text, "trainee")
+    except spec.SpecError as e:
+        raise TraineeError(str(e)) from None
+    if name not in PROFILES:
+        close = difflib.get_close_matches(name, list(PROFILES), n=2, cutoff=0.5)
+        raise TraineeError(f"unknown trainee {name!r}; " + (f"did you mean {', '.join(close)}?" if close else
+                                                           f"profiles: {', '.join(PROFILES)}, or a .json file"))
+    return PROFILES[name].replace(**overrides) if overrides else PROFILES[name]
+
+
+def _from_file(path: Path) -> Trainee:
+    try:
+        record = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise TraineeError(f"trainee file {path} does not exist") from None
+    except (OSError, ValueError) as e:
+        raise TraineeError(f"trainee file {path}: {type(e).__name__}: {str(e).splitlines()[0]}") from None
+    if not isinstance(record, dict):
+        raise TraineeError(f"trainee file {path}: must hold a JSON object of trainee fields")
+    base = record.pop("extends", None)
+    if base is not None:
+        return resolve(base).replace(**{"profile": path.stem} | record)
+    return Trainee.from_dict({"profile": path.stem} | record)

@@ -2,6 +2,7 @@ import pytest
 
 from proof import settings as settings_
 from proof.settings import Settings, SettingsError
+from shortlist import trainee
 
 
 def test_defaults_are_the_seeds_protocol():
@@ -9,18 +10,29 @@ def test_defaults_are_the_seeds_protocol():
     assert (s.steps, s.group, s.prompts_per_step, s.batch_per_device, s.lr, s.eval_n, s.predict_tasks) == \
         (100, 8, 4, 4, 5e-5, 200, 24)
     assert (s.lora_r, s.lora_alpha, s.grad_accum) == (16, 32, 8)
+    assert s.profile == trainee.QWEN3 and s.profile.max_new_tokens == 128
     assert s.seed_ranges() == {"train": range(0, 400), "predict": range(500, 524), "eval": range(100_000, 100_200)}
 
 
 @pytest.mark.parametrize("changes, fragment", [
-    ({"group": 1}, "group=1: must be at least 2"),
-    ({"eval_n": 0}, "eval_n=0: must be at least 1"),
+    ({"trainee": "qwen3(group=1)"}, "group=1: must lie in 2..256"),
+    ({"eval_n": 0}, "eval_n=0: must lie in 1..100000"),
     ({"batch_per_device": 3}, "batch_per_device=3 does not divide the 32 completions"),
-    ({"group": 3, "prompts_per_step": 3}, "does not divide the 9 completions"),
+    ({"trainee": "qwen3(group=3)", "prompts_per_step": 3}, "does not divide the 9 completions"),
     ({"steps": 200}, "train seeds 0..799 overlap predict seeds 500..523"),
     ({"train_seed": 99_990}, "train seeds 99990..100389 overlap eval seeds 100000..100199"),
     ({"predict_seed": 100_100}, "predict seeds 100100..100123 overlap eval seeds"),
-    ({"lr": 0.0}, "lr=0.0: must be positive"),
+    ({"lr": 0.0}, "lr=0.0: must be a number in (0, 1]"),
+    ({"lr": 1e309}, "lr=inf"),
+    ({"lr": float("nan")}, "lr=nan"),
+    ({"score_deadline_s": 1e309}, "score_deadline_s=inf"),
+    ({"seed": -1}, "seed=-1: must lie in 0..4294967295"),
+    ({"seed": 2**32}, "seed=4294967296"),
+    ({"eval_seed": 2**32 - 100}, "eval seeds run to 4294967395, past the largest seed"),
+    ({"lora_alpha": 0}, "lora_alpha=0: must lie in 1.."),
+    ({"lora_alpha": -8}, "lora_alpha=-8"),
+    ({"trainee": "qwen3(max_new_tokens=100000)"}, "max_new_tokens=100000"),
+    ({"trainee": "qwen4"}, "did you mean qwen3"),
     ({"families": "chan_sum"}, "did you mean chain_sum"),
     ({"families": ""}, "families"),
 ])
@@ -39,7 +51,14 @@ def test_unknown_names_and_presets():
 
 def test_smoke_preset_is_offline_and_small():
     s = settings_.make("smoke")
-    assert s.model == "tiny" and len(s.families) == 2 and s.steps <= 5
+    assert s.profile.model == "tiny" and len(s.families) == 2 and s.steps <= 5 and s.profile.max_new_tokens == 16
+
+
+def test_the_trainee_is_resolved_once_with_the_model_put_in():
+    s = settings_.make(trainee="smollm2", model="/models/smol")
+    assert s.profile == trainee.SMOLLM2.replace(model="/models/smol")
+    assert settings_.make(trainee="smollm2").profile.model == trainee.SMOLLM2.model
+    assert "trainee" not in s.protocol() and "model" not in s.protocol()  # recorded resolved, once
 
 
 def test_families_are_canonical_keys():
@@ -49,6 +68,7 @@ def test_families_are_canonical_keys():
 
 @pytest.mark.parametrize("text, expected", [
     ("steps=3", ("steps", 3)), ("lr=1e-4", ("lr", 1e-4)), ("lr=1", ("lr", 1.0)), ("model=tiny", ("model", "tiny")),
+    ("trainee=qwen3(max_new_tokens=16)", ("trainee", "qwen3(max_new_tokens=16)")),
     ("eval-n=20", ("eval_n", 20)), ("families=chain_sum, leg_counting", ("families", "chain_sum, leg_counting")),
 ])
 def test_parse_override(text, expected):
@@ -63,9 +83,9 @@ def test_parse_override_refuses(text):
 
 def test_from_namespace_takes_only_setting_names():
     s = settings_.from_namespace({"steps": 7, "model": "tiny", "families": ["leg_counting"], "unrelated": 1})
-    assert (s.steps, s.model, s.families) == (7, "tiny", ("leg_counting",))
+    assert (s.steps, s.profile.model, s.families) == (7, "tiny", ("leg_counting",))
 
 
 def test_protocol_leaves_out_only_where_and_how_fast():
-    assert set(Settings().as_dict()) - set(Settings().protocol()) == {"out", "families", "sample_batch",
-                                                                      "fast"}
+    assert set(Settings().as_dict()) - set(Settings().protocol()) == {"out", "families", "sample_batch", "fast",
+                                                                      "trainee", "model"}

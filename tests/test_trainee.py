@@ -1,18 +1,29 @@
+import json
+
 import pytest
 
 from shortlist import trainee
+from shortlist.trainee import QWEN3, SMOLLM2, Trainee, TraineeError
 
 
 def test_rule_gives_each_verdict_on_its_side_of_the_thresholds():
-    assert trainee.rule(0.5, 0.5, 0.8) == "improves"
-    assert trainee.rule(trainee.PASS_MIN - 0.01, 0.3, 0.8) == "too hard"  # partial credit keeps the mean up
-    assert trainee.rule(0.85, trainee.PASS_MAX, 0.5) == "already solved"
-    assert trainee.rule(0.3, 0.3, trainee.GRPO_SIGNAL_MIN - 0.01) == "no signal"
+    t = QWEN3
+    assert t.rule(0.5, 0.5, 0.8) == "improves"
+    assert t.rule(t.pass_min - 0.01, 0.3, 0.8) == "too hard"  # partial credit keeps the mean up
+    assert t.rule(0.85, t.pass_max, 0.5) == "already solved"
+    assert t.rule(0.3, 0.3, t.grpo_signal_min - 0.01) == "no signal"
 
 
 def test_rule_boundaries_are_inclusive_where_documented():
-    assert trainee.rule(trainee.PASS_MIN, trainee.PASS_MIN, trainee.GRPO_SIGNAL_MIN) == "improves"
-    assert trainee.rule(trainee.PASS_MAX - 1e-9, trainee.PASS_MAX - 1e-9, 1.0) == "improves"
+    t = QWEN3
+    assert t.rule(t.pass_min, t.pass_min, t.grpo_signal_min) == "improves"
+    assert t.rule(t.pass_max - 1e-9, t.pass_max - 1e-9, 1.0) == "improves"
+
+
+def test_the_rule_reads_the_trainees_own_thresholds():
+    strict = QWEN3.replace(pass_min=0.4)
+    assert QWEN3.rule(0.3, 0.3, 0.8) == "improves" and strict.rule(0.3, 0.3, 0.8) == "too hard"
+    assert "pass@1 < 0.4" in strict.rule_text()
 
 
 @pytest.mark.parametrize("verdict", trainee.VERDICTS)
@@ -30,23 +41,102 @@ def test_only_improves_predicts_a_change(verdict):
     ("", None),
     ("<answer>unterminated", None),
 ])
-def test_clean_extracts_the_last_tagged_answer(text, answer):
-    assert trainee.clean(text) == answer
+def test_qwen3_extracts_the_last_tagged_answer(text, answer):
+    assert QWEN3.clean(text) == answer
 
 
-def test_messages_use_reasoning_gyms_system_prompt():
+@pytest.mark.parametrize("extraction, text, answer", [
+    ("last_number", "3 times 4 is 12.\nAnswer: 12", "12"),
+    ("last_number", "The total is -1,234.5 legs", "-1234.5"),
+    ("last_number", "no digits here", None),
+    ("answer_line", "work...\nAnswer: **blue, red**.", "blue, red"),
+    ("answer_line", "The answer is: 7", "7"),
+    ("answer_line", "no line", None),
+    ("regex:FINAL=(\\w+)", "FINAL=a then FINAL=b", "b"),
+    ("regex:\\d+", "1 and 22", "22"),
+])
+def test_extractions(extraction, text, answer):
+    assert QWEN3.replace(extraction=extraction).clean(text) == answer
+
+
+def test_messages_use_the_profiles_system_prompt():
     from reasoning_gym.utils import SYSTEM_PROMPTS
-    m = trainee.messages("What is 2+2?")
-    assert m == [{"role": "system", "content": SYSTEM_PROMPTS["direct"]}, {"role": "user", "content": "What is 2+2?"}]
+    assert QWEN3.messages("What is 2+2?") == [{"role": "system", "content": SYSTEM_PROMPTS["direct"]},
+                                              {"role": "user", "content": "What is 2+2?"}]
+    assert QWEN3.replace(system_prompt="").messages("q") == [{"role": "user", "content": "q"}]
 
 
-def test_sampling_is_on_policy():
+def test_profiles_sample_on_policy():
     # TRL's loss uses softmax(logits / T) without truncation: anything else samples off-policy
-    assert (trainee.TEMPERATURE, trainee.TOP_P, trainee.TOP_K, trainee.MIN_P) == (1.0, 1.0, 0, None)
+    for t in trainee.PROFILES.values():
+        assert (t.top_p, t.top_k, t.min_p, t.repetition_penalty) == (1.0, 0, None, 1.0)
 
 
-def test_settings_record_thresholds_and_rule():
-    s = trainee.settings()
-    assert (s["pass_min"], s["pass_max"], s["grpo_signal_min"]) == (trainee.PASS_MIN, trainee.PASS_MAX,
-                                                                    trainee.GRPO_SIGNAL_MIN)
-    assert str(trainee.PASS_MIN) in s["rule"] and str(trainee.GRPO_SIGNAL_MIN) in s["rule"]
+def test_qwen3_is_the_seeds_default_and_smollm2_its_own_format():
+    assert (QWEN3.model, QWEN3.max_new_tokens, QWEN3.group, QWEN3.enable_thinking) == ("Qwen/Qwen3-0.6B", 128, 8, False)
+    assert (QWEN3.pass_min, QWEN3.pass_max, QWEN3.grpo_signal_min) == (0.05, 0.9, 0.25)
+    assert SMOLLM2.model == "HuggingFaceTB/SmolLM2-135M-Instruct" and SMOLLM2.extraction != "answer_tags"
+    assert SMOLLM2.clean("3 x 4 = 12. The answer is 12.") == "12"
+
+
+def test_a_trainee_is_frozen_and_round_trips_through_json():
+    with pytest.raises(Exception):
+        QWEN3.model = "x"  # type: ignore[misc]
+    again = Trainee.from_dict(json.loads(json.dumps(SMOLLM2.as_dict())))
+    assert again == SMOLLM2 and again.as_dict() == SMOLLM2.as_dict()
+
+
+@pytest.mark.parametrize("spec, field, value", [
+    ("qwen3", "model", "Qwen/Qwen3-0.6B"),
+    ("smollm2", "extraction", SMOLLM2.extraction),
+    ("qwen3(max_new_tokens=16, model='tiny')", "max_new_tokens", 16),
+    ("qwen3(temperature=1)", "temperature", 1.0),  # an int where a float is due
+])
+def test_resolve_named_profiles_and_overrides(spec, field, value):
+    assert getattr(trainee.resolve(spec), field) == value
+
+
+@pytest.mark.parametrize("spec, fragment", [
+    ("qwen4", "did you mean qwen3"),
+    ("qwen3(max_new_token=16)", "did you mean max_new_tokens"),
+    ("qwen3(group=1)", "group=1: must lie in 2..256"),
+    ("qwen3(temperature=0)", "temperature=0.0: must be positive"),
+    ("qwen3(temperature=float('nan'))", "Python literals"),
+    ("qwen3(top_p=1.5)", "top_p=1.5"),
+    ("qwen3(max_new_tokens=100000)", "max_new_tokens=100000"),
+    ("qwen3(pass_min=0.95)", "must be below pass_max"),
+    ("qwen3(extraction='tags')", "unknown extraction 'tags'"),
+    ("qwen3(extraction='regex:(')", "extraction 'regex:('"),
+    ("qwen3(enable_thinking='no')", "enable_thinking='no': must be bool"),
+    ("qwen3(", "cannot read trainee"),
+])
+def test_bad_trainees_are_one_line(spec, fragment):
+    with pytest.raises(TraineeError) as e:
+        trainee.resolve(spec)
+    assert fragment in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_user_defines_a_profile_in_a_json_file_without_editing_the_package(tmp_path):
+    mine = tmp_path / "my_model.json"
+    mine.write_text(json.dumps({"extends": "qwen3", "model": "/models/mine", "system_prompt": "Reply with a number.",
+                                "extraction": "last_number", "max_new_tokens": 64}))
+    t = trainee.resolve(str(mine))
+    assert (t.profile, t.model, t.extraction, t.max_new_tokens) == ("my_model", "/models/mine", "last_number", 64)
+    assert t.group == QWEN3.group and t.clean("so 7") == "7"
+    whole = tmp_path / "whole.json"
+    whole.write_text(json.dumps({"model": "m", "system_prompt": "", "enable_thinking": False, "extraction": "answer_line"}))
+    assert trainee.resolve(str(whole)).pass_min == 0.05  # the rule's defaults apply
+    missing = tmp_path / "missing.json"
+    missing.write_text(json.dumps({"model": "m"}))
+    with pytest.raises(TraineeError, match="missing enable_thinking, extraction, system_prompt"):
+        trainee.resolve(str(missing))
+    with pytest.raises(TraineeError, match="does not exist"):
+        trainee.resolve(str(tmp_path / "nope.json"))
+
+
+def test_a_registered_profile_is_resolved_by_name():
+    mine = trainee.register(QWEN3.replace(profile="test_profile", max_new_tokens=32))
+    try:
+        assert trainee.resolve("test_profile") == mine
+    finally:
+        del trainee.PROFILES["test_profile"]
