@@ -1,28 +1,32 @@
 """python -m shortlist screen: which families can GRPO improve this model on?
 
     python -m shortlist screen --model tiny --families "chain_sum(max_terms=2, max_digits=1), leg_counting"
+    python -m shortlist screen --trainee smollm2 --model /models/smollm2
     python -m shortlist families      # every Reasoning Gym family that builds with its defaults
 """
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+from pathlib import Path
 
-from shortlist import families, sampling, screening, scoring, trainee
+from shortlist import families, output, sampling, screening, scoring, trainee
 from shortlist.families import FamilyError
+from shortlist.output import OutputError
+from shortlist.sampling import ModelError
+from shortlist.trainee import TraineeError
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m shortlist", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="command", required=True)
     sc = sub.add_parser("screen", help="sample a model on families and print a verdict per family")
-    sc.add_argument("--model", default=trainee.MODEL, help="a hub name, a local folder, or 'tiny' (offline)")
+    sc.add_argument("--trainee", default="qwen3",
+                    help="a profile (qwen3, smollm2), 'profile(field=value, ...)', or a .json file")
+    sc.add_argument("--model", help="a hub name, a local folder, or 'tiny' (offline); default: the trainee's own")
     sc.add_argument("--families", default=",".join(families.DEFAULT))
     sc.add_argument("--tasks", type=int, default=screening.TASKS, help="tasks per family")
-    sc.add_argument("--group", type=int, default=trainee.GROUP, help="samples per task (GRPO's group size)")
     sc.add_argument("--first-seed", type=int, default=screening.PREDICT_SEED)
-    sc.add_argument("--max-new-tokens", type=int, default=trainee.MAX_NEW_TOKENS)
     sc.add_argument("--batch", type=int, default=sampling.SAMPLE_BATCH,
                     help="sequences per generate() call; 0: as many as fit in GPU memory")
     sc.add_argument("--json", help="also write the screens to this file")
@@ -34,27 +38,37 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:  # every bad input is one line, before any model loads
         chosen = families.parse_list(args.families)
-        if args.group < 2:
-            raise ValueError(f"--group {args.group}: GRPO compares at least 2 samples per task")
-        if args.tasks < 1 or args.max_new_tokens < 1 or args.batch < 0:
-            raise ValueError("--tasks and --max-new-tokens must be at least 1, --batch at least 0")
-    except (FamilyError, ValueError) as e:
+        who = trainee.resolve(args.trainee)
+        who = who.replace(model=args.model) if args.model else who
+        if args.tasks < 1 or args.batch < 0 or args.first_seed < 0:
+            raise ValueError("--tasks must be at least 1, --batch and --first-seed at least 0")
+        if args.json:
+            _writable(Path(args.json))
+        sampling.check_fits(sampling.model_config(who.model), who)
+    except (FamilyError, TraineeError, ModelError, OutputError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
-    loaded = sampling.load(args.model)
-    sampler = sampling.Sampler(loaded, batch_size=args.batch, max_new_tokens=args.max_new_tokens)
-    screens = []
+    loaded = sampling.load(who.model)
+    sampler = sampling.Sampler(loaded, who, batch_size=args.batch)
     with scoring.Scorer() as scorer:
-        for family in chosen:
-            screens.append(screening.screen(sampler, scorer, family, args.tasks, args.group, args.first_seed))
-            print(f"screened {family.key}: {screens[-1].verdict}", file=sys.stderr, flush=True)
-    print(f"{loaded.source['name']}: {args.tasks} tasks x {args.group} samples per family\n")
+        screens = screening.screen_all(sampler, scorer, chosen, args.tasks, args.first_seed,
+                                       log=lambda line: print(line, file=sys.stderr, flush=True))
+    print(f"{loaded.source['name']} as {who.profile}: {args.tasks} tasks x {who.group} samples per family\n")
     print(screening.table(screens))
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"model": loaded.source, "screens": [s.as_dict() for s in screens]}, f, indent=2)
+        output.write_json(Path(args.json), {"model": loaded.source, "trainee": who.as_dict(),
+                                            "screens": [s.as_dict() for s in screens]})
     return 0
+
+
+def _writable(path: Path) -> None:
+    """Refuse a --json path that cannot be written before the screen runs, not after."""
+    if path.is_dir():
+        raise OutputError(f"--json {path}: is a folder")
+    if not path.parent.is_dir():
+        raise OutputError(f"--json {path}: folder {path.parent} does not exist")
+    output.check_writable(path.parent)
 
 
 if __name__ == "__main__":

@@ -7,27 +7,41 @@ generation_config in the same way for both, so "whatever the model's generation_
 cannot leak in on one side only. tests/test_sampling.py builds both and compares.
 
 The fast engine changes how tokens are computed, never which distribution they come from: a
-static KV cache whose decode step replays as a CUDA graph on a GPU (decode_static), and batches
-padded to one shape so that it compiles once. Only the engine
-fields of the config differ (ENGINE_FIELDS). For GRPO, InferenceCopy keeps a plain copy of the
-model being trained, with the LoRA weights merged in place each step.
+static KV cache whose decode step replays as a CUDA graph on a GPU (engine.decode_static, which
+checks itself against generate() and steps aside where it disagrees), and batches padded to one
+shape so that it compiles once. Only the engine fields of the config differ (ENGINE_FIELDS). For
+GRPO, InferenceCopy keeps a plain copy of the model being trained, with the LoRA weights merged in
+place each step.
+
+Every sample is also read for degeneration: cut at max_new_tokens (clipped), or dominated by one
+repeated token (repetitive), so a broken engine or a collapsed model shows in every table.
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 import transformers
+from huggingface_hub.utils import logging as hf_logging
 from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
-from shortlist import tiny, trainee
+from shortlist import engine, tiny
+from shortlist.engine import completion_ids, quiet
+from shortlist.trainee import Trainee
 
 SAMPLE_BATCH = 0  # sequences per generate() call; 0: as many as fit (auto_batch)
 CPU_BATCH = 32  # GRPO's own generation batch (4 prompts x 8), what auto_batch takes without a GPU
 MEMORY_SHARE = 0.4  # of the GPU memory free when sampling starts, what auto_batch lets the KV cache take
 ENGINE_FIELDS = {"cache_implementation", "disable_compile", "max_cache_len"}  # how, not what, fast changes
 CACHE_QUANTUM = 64  # static cache lengths are rounded up to this, so a new prompt length rarely recompiles
+REPETITIVE_MIN_TOKENS = 16  # shorter completions are never called repetitive
+REPETITIVE_SHARE = 0.5  # a completion whose most common token is more than this share of it is repetitive
+
+
+class ModelError(RuntimeError):
+    """A model that cannot be loaded; the message is one line and says what to do instead."""
 
 
 @dataclass
@@ -41,9 +55,76 @@ def device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def load(name: str = trainee.MODEL, on: str | None = None) -> Loaded:
-    """The trainee in fp32 (a T4 has no bf16; fp16 gives NaN losses with Qwen3), ready to sample."""
+def _is_path(name: str) -> bool:
+    return name.startswith(("/", "./", "../", "~")) or Path(name).expanduser().exists() or name.count("/") > 1
+
+
+def model_config(name: str):
+    """The model's config, read without its weights: every foreseeable failure of a load, as one
+    line, before anything is written (a folder that is not there, a hub that cannot be reached)."""
+    if name == tiny.NAME:
+        name = str(tiny.ensure())
+    elif _is_path(name):
+        folder = Path(name).expanduser()
+        if not folder.is_dir():
+            raise ModelError(f"model folder {name} does not exist: give a folder holding config.json and weights, "
+                             f"a hub name, or model='tiny' (offline)")
+        if not (folder / "config.json").is_file():
+            raise ModelError(f"model folder {name} holds no config.json: is it a Hugging Face model folder?")
+    elif not _hub_reachable() and not _cached(name):  # not a minute of retries to learn what one try tells
+        raise ModelError(f"cannot reach the model hub for {name!r} and it is not in the local cache: turn the "
+                         f"Internet on (Kaggle: Settings > Internet), give a local folder, or use model='tiny' (offline)")
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # the hub logs each failed request: the one line below says it all
+    try:
+        return transformers.AutoConfig.from_pretrained(name)
+    except Exception as e:  # noqa: BLE001  the hub's errors are many and long; what to do is the same
+        first = str(e).strip().splitlines()[0][:160] if str(e).strip() else type(e).__name__
+        raise ModelError(f"cannot load {name!r} from the model hub ({first}). Turn the Internet on (Kaggle: "
+                         f"Settings > Internet), give a local folder, or use model='tiny' (offline)") from None
+    finally:
+        hf_logging.set_verbosity(verbosity)
+
+
+def _hub_reachable(timeout: float = 3.0) -> bool:
+    import os
+    import socket
+    from urllib.parse import urlparse
+    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes"):
+        return False
+    url = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    try:
+        socket.create_connection((url.hostname, url.port or 443), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+def _cached(name: str) -> bool:
+    from huggingface_hub import try_to_load_from_cache
+    try:
+        return isinstance(try_to_load_from_cache(name, "config.json"), str)
+    except Exception:  # noqa: BLE001  a name the hub would refuse is not cached either
+        return False
+
+
+def positions(config) -> int | None:
+    """How many tokens the model can hold (prompt and completion together), if its config says."""
+    return getattr(config.get_text_config(), "max_position_embeddings", None)
+
+
+def check_fits(config, trainee: Trainee) -> None:
+    """Refuse, in one line, a completion budget the model cannot hold whatever the prompt."""
+    limit = positions(config)
+    if limit is not None and trainee.max_new_tokens >= limit:
+        raise ModelError(f"the trainee's max_new_tokens={trainee.max_new_tokens} leaves no room for a prompt in the "
+                         f"{limit} positions {trainee.model} holds")
+
+
+def load(name: str, on: str | None = None) -> Loaded:
+    """The trainee's model in fp32 (a T4 has no bf16; fp16 gives NaN losses with Qwen3), ready to sample."""
     transformers.utils.logging.disable_progress_bar()  # a bar per load would flood notebooks and logs
+    model_config(name)
     path = str(tiny.ensure()) if name == tiny.NAME else name
     tokenizer = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(on or device())
@@ -68,36 +149,23 @@ def eos_token_ids(model, tokenizer) -> list[int]:
     return ids if tokenizer.eos_token_id in ids else [tokenizer.eos_token_id, *ids]
 
 
-def generation_config(model, tokenizer, greedy: bool = False, max_new_tokens: int = trainee.MAX_NEW_TOKENS,
-                      fast: bool = False, max_cache_len: int | None = None) -> GenerationConfig:
-    """GRPOTrainer's GenerationConfig for the trainee's settings; greedy only flips do_sample, and
-    fast only sets the engine: a static cache of max_cache_len, compiled where generate() can."""
-    engine = {"cache_implementation": "static", "disable_compile": False, "max_cache_len": max_cache_len} if fast \
-        else {"cache_implementation": None, "disable_compile": True}
+def generation_config(model, tokenizer, trainee: Trainee, greedy: bool = False, fast: bool = False,
+                      max_cache_len: int | None = None) -> GenerationConfig:
+    """GRPOTrainer's GenerationConfig for the trainee; greedy only flips do_sample, and fast only
+    sets the engine: a static cache of max_cache_len, compiled where generate() can."""
+    engine_fields = {"cache_implementation": "static", "disable_compile": False, "max_cache_len": max_cache_len} \
+        if fast else {"cache_implementation": None, "disable_compile": True}
     with quiet(greedy):
         return GenerationConfig(
-            max_new_tokens=max_new_tokens, do_sample=not greedy, pad_token_id=tokenizer.pad_token_id,
+            max_new_tokens=trainee.max_new_tokens, do_sample=not greedy, pad_token_id=tokenizer.pad_token_id,
             bos_token_id=tokenizer.bos_token_id, eos_token_id=eos_token_ids(model, tokenizer),
-            temperature=trainee.TEMPERATURE, top_p=trainee.TOP_P, top_k=trainee.TOP_K, min_p=trainee.MIN_P,
-            repetition_penalty=trainee.REPETITION_PENALTY, **engine)
+            **trainee.sampling(), **engine_fields)
 
 
-@contextmanager
-def quiet(greedy: bool):
-    """Greedy keeps GRPO's sampling fields (only do_sample flips), which transformers warns are unused."""
-    verbosity = transformers.utils.logging.get_verbosity()
-    if greedy:
-        transformers.utils.logging.set_verbosity_error()
-    try:
-        yield
-    finally:
-        transformers.utils.logging.set_verbosity(verbosity)
-
-
-def prompt_ids(tokenizer, questions: list[str]) -> list[list[int]]:
+def prompt_ids(tokenizer, trainee: Trainee, questions: list[str]) -> list[list[int]]:
     """Token ids of each question's chat prompt, tokenized as GRPOTrainer tokenizes them."""
     out = tokenizer.apply_chat_template([trainee.messages(q) for q in questions], add_generation_prompt=True,
-                                        tokenize=True, return_dict=True, enable_thinking=trainee.ENABLE_THINKING)
+                                        tokenize=True, return_dict=True, enable_thinking=trainee.enable_thinking)
     return out["input_ids"]
 
 
@@ -108,22 +176,13 @@ def left_pad(rows: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Te
     return ids, mask
 
 
-def completion_ids(generated: torch.Tensor, prompt_width: int, eos: list[int]) -> list[list[int]]:
-    """Each completion up to and including its first eos, as TRL masks them."""
-    out = []
-    for row in generated[:, prompt_width:].tolist():
-        end = next((i for i, t in enumerate(row) if t in eos), len(row) - 1)
-        out.append(row[:end + 1])
-    return out
-
-
 @torch.no_grad()
 def generate_ids(model, rows: list[list[int]], config: GenerationConfig, batch_size: int, pad_id: int,
                  eos: list[int], same_shape: bool = False) -> list[list[int]]:
     """Completion ids for each prompt row, batch by batch, left-padded.
 
-    A config with a static cache goes through decode_static() where it can; anything else through
-    generate(). same_shape pads the last batch with copies of its last row (their completions are
+    A config with a static cache goes through the fast engine where it can (engine.serve, which
+    checks itself first); anything else, and whatever the engine declines, through generate(). same_shape pads the last batch with copies of its last row (their completions are
     dropped), so that a compiled engine sees one batch size only."""
     out: list[list[int]] = []
     with quiet(not config.do_sample):
@@ -134,78 +193,22 @@ def generate_ids(model, rows: list[list[int]], config: GenerationConfig, batch_s
                 batch = batch + [batch[-1]] * (batch_size - real)
             ids, mask = left_pad(batch, pad_id)
             ids, mask = ids.to(model.device), mask.to(model.device)
-            decoded = decode_static(model, ids, mask, config, eos) if config.cache_implementation == "static" else None
+            decoded = engine.serve(model, ids, mask, config, eos) if config.cache_implementation == "static" else None
             if decoded is None:
-                decoded = completion_ids(model.generate(input_ids=ids, attention_mask=mask, generation_config=config),
-                                         ids.shape[1], eos)
+                decoded = completion_ids(model.generate(input_ids=ids, attention_mask=mask,
+                                                        generation_config=reference(config)), ids.shape[1], eos)
             out += decoded[:real]
     return out
 
 
-# Processors that read only the scores of the current step: a static loop can apply them as they are
-_STEP_ONLY = ("TemperatureLogitsWarper", "TopKLogitsWarper", "TopPLogitsWarper", "MinPLogitsWarper")
-STOP_CHECK_EVERY = 16  # decode steps between looks at whether every row has finished (each look syncs the GPU)
-
-
-@torch.no_grad()
-def decode_static(model, ids: torch.Tensor, mask: torch.Tensor, config: GenerationConfig,
-                  eos: list[int]) -> list[list[int]] | None:
-    """generate()'s sampling loop, for a static cache, without its per-step Python.
-
-    On an H200 generate() spends ~6 ms a decode step around a compiled forward that needs far less
-    (SmolLM2-135M, 32 rows). This loop does what generate()'s _sample does, op for op (the same
-    logits processors, built by generate()'s own _get_logits_processor; softmax and multinomial, or
-    argmax; finished rows fed the pad token), with inputs of one shape so the forward replays as a
-    CUDA graph, and it checks for the end every STOP_CHECK_EVERY steps instead of every step.
-    Returns None where it cannot stand in for generate(): a processor that reads earlier tokens
-    (repetition penalty, minimum length...)."""
-    used, _ = model._prepare_generation_config(config)
-    width = ids.shape[1]
-    processors = model._get_logits_processor(generation_config=used, input_ids_seq_length=width, device=ids.device,
-                                              model_kwargs={})
-    if any(type(p).__name__ not in _STEP_ONLY for p in processors):
-        return None
-    rows, steps = ids.shape[0], used.max_new_tokens
-    length = max(width + steps, used.max_cache_len or 0, getattr(model, "_previous_max_cache_length", 0))
-    model._previous_max_cache_length = length
-    key, cache = getattr(model, "_shortlist_cache", (None, None))
-    if key == (rows, length):  # the same tensors again: a captured CUDA graph replays, nothing re-records
-        cache.reset()
-    else:
-        cache = transformers.StaticCache(config=model.config, max_cache_len=length)
-        model._shortlist_cache = ((rows, length), cache)
-    attention = torch.ones(rows, length, dtype=mask.dtype, device=ids.device)  # future slots: causality hides them
-    attention[:, :width] = mask
-    positions = (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 0)  # as generate() derives them
-    forward = model.get_compiled_call(used.compile_config) if model._valid_auto_compile_criteria(
-        {"cache": cache}, used) else model.__call__
-    pad = torch.tensor(used.pad_token_id, device=ids.device)
-    eos_ids = torch.tensor(eos, device=ids.device)
-
-    def pick(logits: torch.Tensor) -> torch.Tensor:
-        scores = processors(ids, logits[:, -1].to(copy=True, dtype=torch.float32))
-        if used.do_sample:
-            return torch.multinomial(torch.nn.functional.softmax(scores, dim=-1), num_samples=1).squeeze(1)
-        return torch.argmax(scores, dim=-1)
-
-    # on a CPU a look costs nothing, and looking every step, as generate() does there, keeps the
-    # random stream exactly generate()'s (tests compare seeded samples)
-    look_every = 1 if ids.device.type == "cpu" else STOP_CHECK_EVERY
-    logits = model(input_ids=ids, attention_mask=attention, position_ids=positions, cache=cache,
-                   cache_position=torch.arange(width, device=ids.device), use_cache=True, logits_to_keep=1).logits
-    token = pick(logits)
-    unfinished = ~torch.isin(token, eos_ids)
-    tokens, position = [token], positions[:, -1:] + 1
-    for step in range(1, steps):
-        if step % look_every == 0 and not bool(unfinished.any()):
-            break
-        logits = forward(input_ids=token[:, None], attention_mask=attention, position_ids=position, cache=cache,
-                         cache_position=torch.tensor([width + step - 1], device=ids.device), use_cache=True).logits
-        token = torch.where(unfinished, pick(logits), pad)
-        unfinished &= ~torch.isin(token, eos_ids)
-        tokens.append(token)
-        position = position + 1
-    return completion_ids(torch.cat([ids, torch.stack(tokens, dim=1)], dim=1), width, eos)
+def reference(config: GenerationConfig) -> GenerationConfig:
+    """The same config on generate()'s own engine: a dynamic cache, nothing compiled (TRL's)."""
+    if config.cache_implementation != "static":
+        return config
+    import copy
+    plain = copy.deepcopy(config)
+    plain.update(cache_implementation=None, disable_compile=True, max_cache_len=None)
+    return plain
 
 
 def auto_batch(model, rows: int, length: int) -> int:
@@ -227,26 +230,57 @@ def cache_length(rows: list[list[int]], max_new_tokens: int) -> int:
     return -(-need // CACHE_QUANTUM) * CACHE_QUANTUM
 
 
+def degeneration(ids: list[int], max_new_tokens: int, eos: list[int]) -> tuple[bool, bool]:
+    """(clipped, repetitive) for one completion's token ids."""
+    clipped = len(ids) >= max_new_tokens and (not ids or ids[-1] not in eos)
+    body = [t for t in ids if t not in eos]
+    repetitive = len(body) >= REPETITIVE_MIN_TOKENS and \
+        Counter(body).most_common(1)[0][1] > REPETITIVE_SHARE * len(body)
+    return clipped, repetitive
+
+
+@dataclass
+class Samples:
+    """k completions per question, k consecutive copies per prompt, and how each one ended."""
+    texts: list[list[str]]
+    clipped: list[list[bool]] = field(default_factory=list)  # cut at max_new_tokens
+    repetitive: list[list[bool]] = field(default_factory=list)  # one token makes up most of it
+
+    def flat(self, name: str) -> list:
+        return [x for group in getattr(self, name) for x in group]
+
+
 class Sampler:
-    def __init__(self, loaded: Loaded, batch_size: int = SAMPLE_BATCH, max_new_tokens: int = trainee.MAX_NEW_TOKENS,
-                 fast: bool = True):
-        if batch_size < 0 or max_new_tokens < 1:
-            raise ValueError("sampling needs batch_size >= 0 (0: auto) and max_new_tokens >= 1")
-        self.model, self.tokenizer = loaded.model, loaded.tokenizer
-        self.batch_size, self.max_new_tokens, self.fast = batch_size, max_new_tokens, fast
+    def __init__(self, loaded: Loaded, trainee: Trainee, batch_size: int = SAMPLE_BATCH, fast: bool = True):
+        if batch_size < 0:
+            raise ValueError("sampling needs batch_size >= 0 (0: auto)")
+        self.model, self.tokenizer, self.trainee = loaded.model, loaded.tokenizer, trainee
+        self.batch_size, self.fast = batch_size, fast
         self.eos = eos_token_ids(self.model, self.tokenizer)
 
-    def complete(self, questions: list[str], k: int = 1, greedy: bool = False) -> list[list[str]]:
-        """k completions per question (decoded, special tokens skipped), k consecutive copies per prompt."""
-        rows = [ids for ids in prompt_ids(self.tokenizer, questions) for _ in range(k)]
-        length = cache_length(rows, self.max_new_tokens)
-        config = generation_config(self.model, self.tokenizer, greedy, self.max_new_tokens, self.fast,
+    def sample(self, questions: list[str], k: int = 1, greedy: bool = False) -> Samples:
+        rows = [ids for ids in prompt_ids(self.tokenizer, self.trainee, questions) for _ in range(k)]
+        new = self.trainee.max_new_tokens
+        limit = positions(self.model.config)
+        if limit is not None and max(map(len, rows)) + new > limit:
+            raise ModelError(f"a prompt of {max(map(len, rows))} tokens plus max_new_tokens={new} exceeds the "
+                             f"{limit} positions the model holds: lower the trainee's max_new_tokens")
+        length = cache_length(rows, new)
+        config = generation_config(self.model, self.tokenizer, self.trainee, greedy, self.fast,
                                    length if self.fast else None)
         batch = self.batch_size or auto_batch(self.model, len(rows), length)
         ids = generate_ids(self.model, rows, config, batch, self.tokenizer.pad_token_id, self.eos,
                            same_shape=self.fast)
         texts = self.tokenizer.batch_decode(ids, skip_special_tokens=True)
-        return [texts[i * k:(i + 1) * k] for i in range(len(questions))]
+        ends = [degeneration(row, new, self.eos) for row in ids]
+
+        def grouped(items):
+            return [items[i * k:(i + 1) * k] for i in range(len(questions))]
+        return Samples(grouped(texts), grouped([c for c, _ in ends]), grouped([r for _, r in ends]))
+
+    def complete(self, questions: list[str], k: int = 1, greedy: bool = False) -> list[list[str]]:
+        """k completions per question (decoded, special tokens skipped), k consecutive copies per prompt."""
+        return self.sample(questions, k, greedy).texts
 
 
 class InferenceCopy:

@@ -1,14 +1,14 @@
 """Screening: sample the trainee on a family as GRPO would, read the reward spread, give a verdict."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import torch
 
 from shortlist import families as families_
-from shortlist import trainee
 from shortlist.sampling import Sampler
-from shortlist.scoring import Scorer
+from shortlist.scoring import ScoreCounts, Scorer
+from shortlist.trainee import Trainee, prediction
 
 PREDICT_SEED = 500  # screening tasks are seeds PREDICT_SEED .. PREDICT_SEED + tasks - 1
 TASKS = 24
@@ -25,15 +25,19 @@ class Screen:
     signal_raw: float  # share of tasks whose k raw rewards are not all equal: GRPO gets a gradient
     signal_correct: float  # share of tasks that mix correct and incorrect samples
     learnability: float  # mean over tasks of p(1 - p), p = the task's share of correct samples
-    extracted: float  # share of samples from which trainee.clean() extracted an answer
+    extracted: float  # share of samples from which the trainee's extraction found an answer
+    clipped: float  # share of samples cut at max_new_tokens
+    repetitive: float  # share of samples dominated by one repeated token
     verdict: str
     prediction: str
+    scoring: dict = field(default_factory=dict)  # what the scorer did with the answers (ScoreCounts)
 
     def as_dict(self) -> dict:
         return asdict(self)
 
 
-def summarize(family: str, groups: list[list[float]], extracted: float) -> Screen:
+def summarize(family: str, groups: list[list[float]], extracted: float, trainee: Trainee,
+              clipped: float = 0.0, repetitive: float = 0.0) -> Screen:
     """The statistics of k scores per task, and the trainee's verdict on them."""
     k = len(groups[0])
     flat = [s for g in groups for s in g]
@@ -46,25 +50,45 @@ def summarize(family: str, groups: list[list[float]], extracted: float) -> Scree
                   mean=mean, signal_raw=sum(max(g) - min(g) > 1e-9 for g in groups) / len(groups),
                   signal_correct=signal_correct,
                   learnability=sum((sum(c) / k) * (1 - sum(c) / k) for c in correct) / len(groups),
-                  extracted=extracted, verdict=verdict, prediction=trainee.prediction(verdict))
+                  extracted=extracted, clipped=clipped, repetitive=repetitive, verdict=verdict,
+                  prediction=prediction(verdict))
 
 
-def screen(sampler: Sampler, scorer: Scorer, family, tasks: int = TASKS, k: int = trainee.GROUP,
-           first_seed: int = PREDICT_SEED, seed: int = 0) -> Screen:
-    family = families_.parse(family)
+def screen(sampler: Sampler, scorer: Scorer, family, tasks: int = TASKS, first_seed: int = PREDICT_SEED,
+           seed: int = 0) -> Screen:
+    """One family: the trainee's group of samples on each task, scored, summarized, judged."""
+    family, trainee = families_.parse(family), sampler.trainee
+    k = trainee.group
     rows = family.tasks(range(first_seed, first_seed + tasks))
     torch.manual_seed(seed)  # the same model screens the same way twice
-    completions = sampler.complete([r["question"] for r in rows], k=k)
-    answers = [trainee.clean(c) for group in completions for c in group]
+    samples = sampler.sample([r["question"] for r in rows], k=k)
+    answers = [trainee.clean(c) for c in samples.flat("texts")]
+    before = vars(scorer.counts.get(family.key, ScoreCounts())).copy()
     scores = scorer.score(family, [r["seed"] for r in rows for _ in range(k)], answers)
     groups = [scores[i * k:(i + 1) * k] for i in range(tasks)]
-    return summarize(family.key, groups, sum(a is not None for a in answers) / len(answers))
+    n = len(answers)
+    result = summarize(family.key, groups, sum(a is not None for a in answers) / n, trainee,
+                       sum(samples.flat("clipped")) / n, sum(samples.flat("repetitive")) / n)
+    result.scoring = {name: value - before.get(name, 0) for name, value in vars(scorer.counts[family.key]).items()}
+    return result
+
+
+def screen_all(sampler: Sampler, scorer: Scorer, families, tasks: int = TASKS, first_seed: int = PREDICT_SEED,
+               seed: int = 0, log=print) -> list[Screen]:
+    """Every family in turn, one progress line each: what `shortlist screen` and notebook 01 both run."""
+    screens = []
+    for family in families_.parse_list(families):
+        screens.append(screen(sampler, scorer, family, tasks, first_seed, seed))
+        s = screens[-1]
+        log(f"{s.family}: pass@1 {s.pass1:.2f}, signal on correctness {s.signal_correct:.2f}, "
+            f"extracted {s.extracted:.2f} -> {s.verdict}")
+    return screens
 
 
 COLUMNS = [("family", "family", "{}"), ("pass@1", "pass1", "{:.2f}"), ("pass@k", "passk", "{:.2f}"),
            ("mean", "mean", "{:.3f}"), ("signal(raw)", "signal_raw", "{:.2f}"),
            ("signal(correct)", "signal_correct", "{:.2f}"), ("extracted", "extracted", "{:.2f}"),
-           ("verdict", "verdict", "{}")]
+           ("clipped", "clipped", "{:.2f}"), ("verdict", "verdict", "{}")]
 
 
 def table(screens: list[Screen]) -> str:

@@ -5,7 +5,7 @@ from shortlist.__main__ import main
 
 
 def test_screen_prints_a_verdict_table_for_the_tiny_model(capsys):
-    assert main(["screen", "--model", "tiny", "--tasks", "4", "--group", "4", "--max-new-tokens", "12",
+    assert main(["screen", "--model", "tiny", "--tasks", "4", "--trainee", "qwen3(group=4, max_new_tokens=12)",
                  "--families", "leg_counting(min_animals=1, max_animals=1, max_instances=2), chain_sum"]) == 0
     out = capsys.readouterr().out
     rows = [line for line in out.splitlines() if line.startswith(("leg_counting", "chain_sum"))]
@@ -13,11 +13,27 @@ def test_screen_prints_a_verdict_table_for_the_tiny_model(capsys):
     assert rows[1].split()[-2:] == ["too", "hard"]  # default chain_sum is far beyond the tiny model
 
 
-def test_bad_input_is_one_line_and_exit_2_before_any_model_loads(no_model_loads, capsys):
-    for argv in (["screen", "--families", "chan_sum"], ["screen", "--group", "1"], ["screen", "--tasks", "0"]):
-        assert main(argv) == 2
+def test_bad_input_is_one_line_and_exit_2_before_any_model_loads(no_model_loads, capsys, tmp_path):
+    (tmp_path / "a_file").write_text("")
+    for argv, fragment in ((["screen", "--families", "chan_sum"], "did you mean chain_sum"),
+                           (["screen", "--trainee", "qwen3(group=1)"], "group=1"),
+                           (["screen", "--tasks", "0"], "--tasks"),
+                           (["screen", "--model", "/no/such/dir"], "model folder /no/such/dir does not exist"),
+                           (["screen", "--model", str(tmp_path)], "holds no config.json"),
+                           (["screen", "--model", "tiny", "--json", "/proc/x/s.json"], "folder /proc/x does not exist"),
+                           (["screen", "--model", "tiny", "--json", str(tmp_path)], "is a folder"),
+                           (["screen", "--model", "tiny", "--json", str(tmp_path / "a_file" / "s.json")], "does not exist"),
+                           (["screen", "--model", "tiny", "--trainee", "qwen3(max_new_tokens=4096)"], "leaves no room")):
+        assert main(argv) == 2, argv
         err = capsys.readouterr().err.strip()
-        assert err.startswith("error: ") and "\n" not in err
+        assert err.startswith("error: ") and fragment in err and "\n" not in err, err
+
+
+def test_an_unreachable_hub_is_one_line_saying_what_to_do(no_model_loads, capsys, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # as on a machine without Internet, whatever this one has
+    assert main(["screen", "--model", "Qwen/Qwen3-0.6B-not-cached"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "cannot reach the model hub" in err and "model='tiny'" in err and "\n" not in err
 
 
 def test_runs_as_a_module():

@@ -3,7 +3,14 @@ import torch
 
 from proof import settings as settings_
 from proof import train
-from shortlist import sampling, trainee
+from shortlist import engine, sampling
+from shortlist.trainee import QWEN3
+
+SMOKE = settings_.make("smoke").profile  # the qwen3 profile at 16 new tokens, on the tiny model
+
+
+def trainee_with(**changes):
+    return SMOKE.replace(**changes)
 
 
 @pytest.fixture(scope="module")
@@ -15,7 +22,7 @@ def grpo_trainer():
     loaded.model.generation_config.update(top_k=20, top_p=0.95, temperature=0.6, repetition_penalty=1.3, min_p=0.2,
                                           do_sample=True)
     settings = settings_.make("smoke")
-    dataset = Dataset.from_list([{"prompt": trainee.messages("What is 1 + 1?"), "seed": 0}] * 8)
+    dataset = Dataset.from_list([{"prompt": SMOKE.messages("What is 1 + 1?"), "seed": 0}] * 8)
     trainer = GRPOTrainer(model=loaded.model, processing_class=loaded.tokenizer,
                           reward_funcs=[lambda completions, **_: [0.0] * len(completions)],
                           args=train.grpo_config(settings, "/tmp/shortlist-test-grpo"), train_dataset=dataset)
@@ -24,41 +31,41 @@ def grpo_trainer():
 
 def test_generation_config_equals_grpo_trainers_field_by_field(grpo_trainer):
     trainer, loaded = grpo_trainer
-    ours = sampling.generation_config(loaded.model, loaded.tokenizer, max_new_tokens=settings_.make("smoke").max_new_tokens)
+    ours = sampling.generation_config(loaded.model, loaded.tokenizer, SMOKE)
     assert ours.to_dict() == trainer.generation_config.to_dict()
 
 
 def test_what_generate_uses_is_the_same_whatever_the_models_own_config_says(grpo_trainer):
     trainer, loaded = grpo_trainer
     model = loaded.model
-    ours = sampling.generation_config(model, loaded.tokenizer, max_new_tokens=settings_.make("smoke").max_new_tokens)
+    ours = sampling.generation_config(model, loaded.tokenizer, SMOKE)
     used_by_us, _ = model._prepare_generation_config(ours)
     used_by_trl, _ = model._prepare_generation_config(trainer.generation_config)
     assert used_by_us.to_dict() == used_by_trl.to_dict()
     # the model's top_k=20, top_p=0.95 and temperature=0.6 did not leak in
-    assert (used_by_us.top_k, used_by_us.top_p, used_by_us.temperature) == (trainee.TOP_K, trainee.TOP_P,
-                                                                           trainee.TEMPERATURE)
+    assert (used_by_us.top_k, used_by_us.top_p, used_by_us.temperature) == (SMOKE.top_k, SMOKE.top_p,
+                                                                           SMOKE.temperature)
 
 
 def test_prompts_are_tokenized_as_grpo_tokenizes_them(grpo_trainer):
     trainer, loaded = grpo_trainer
     questions = ["What is 1 + 1?", "How many legs do 3 cats have?"]
-    trl_ids, _, _ = trainer._tokenize_prompts([trainee.messages(q) for q in questions])
-    assert sampling.prompt_ids(loaded.tokenizer, questions) == [list(ids) for ids in trl_ids]
+    trl_ids, _, _ = trainer._tokenize_prompts([SMOKE.messages(q) for q in questions])
+    assert sampling.prompt_ids(loaded.tokenizer, SMOKE, questions) == [list(ids) for ids in trl_ids]
 
 
 def test_greedy_is_the_same_in_any_batch_size(tiny_model):
     questions = [f"State the final answer to the following arithmetic problem: {a} + {b} =" for a, b in
                  [(1, 2), (3, 4), (12, 7), (5, 5), (9, 1), (2, 8)]]
-    one = sampling.Sampler(tiny_model, batch_size=1, max_new_tokens=12).complete(questions, greedy=True)
-    many = sampling.Sampler(tiny_model, batch_size=4, max_new_tokens=12).complete(questions, greedy=True)
+    one = sampling.Sampler(tiny_model, trainee_with(max_new_tokens=12), batch_size=1).complete(questions, greedy=True)
+    many = sampling.Sampler(tiny_model, trainee_with(max_new_tokens=12), batch_size=4).complete(questions, greedy=True)
     assert one == many
 
 
 @pytest.mark.parametrize("fast, expected", [(False, [16, 16, 8]), (True, [16, 16, 16])])  # fast: one shape
 def test_batches_are_sized_by_the_setting(tiny_model, monkeypatch, fast, expected):
     sizes = []
-    generate, decode = tiny_model.model.generate, sampling.decode_static
+    generate, decode = tiny_model.model.generate, engine.decode_static
 
     def counting_generate(*args, **kwargs):
         sizes.append(kwargs["input_ids"].shape[0])
@@ -68,13 +75,15 @@ def test_batches_are_sized_by_the_setting(tiny_model, monkeypatch, fast, expecte
         sizes.append(ids.shape[0])
         return decode(model, ids, *args)
     monkeypatch.setattr(tiny_model.model, "generate", counting_generate)
-    monkeypatch.setattr(sampling, "decode_static", counting_decode)
-    out = sampling.Sampler(tiny_model, batch_size=16, max_new_tokens=4, fast=fast).complete(list("abcde"), k=8)
+    monkeypatch.setattr(engine, "decode_static", counting_decode)
+    monkeypatch.setattr(engine, "_checked", engine.weakref.WeakSet([tiny_model.model]))  # no self-check here
+    out = sampling.Sampler(tiny_model, trainee_with(max_new_tokens=4), batch_size=16, fast=fast).complete(list("abcde"),
+                                                                                                       k=8)
     assert sizes == expected and [len(g) for g in out] == [8] * 5
 
 
 def test_sampling_is_reproducible_under_a_seed(tiny_model):
-    sampler = sampling.Sampler(tiny_model, max_new_tokens=8)
+    sampler = sampling.Sampler(tiny_model, trainee_with(max_new_tokens=8))
     torch.manual_seed(1)
     a = sampler.complete(["What is 2 + 2?"], k=8)
     torch.manual_seed(1)
@@ -83,12 +92,12 @@ def test_sampling_is_reproducible_under_a_seed(tiny_model):
 
 def test_completions_stop_at_the_first_eos():
     generated = torch.tensor([[9, 9, 5, 6, 2, 7, 0], [9, 9, 5, 5, 5, 5, 5]])
-    assert sampling.completion_ids(generated, 2, [2, 0]) == [[5, 6, 2], [5, 5, 5, 5, 5]]
+    assert engine.completion_ids(generated, 2, [2, 0]) == [[5, 6, 2], [5, 5, 5, 5, 5]]
 
 
 def test_sampler_refuses_impossible_sizes(tiny_model):
     with pytest.raises(ValueError):
-        sampling.Sampler(tiny_model, batch_size=-1)
+        sampling.Sampler(tiny_model, SMOKE, batch_size=-1)
 
 
 def test_auto_batch_takes_what_fits(tiny_model, monkeypatch):
@@ -105,8 +114,7 @@ def test_auto_batch_takes_what_fits(tiny_model, monkeypatch):
 
 def test_the_fast_engine_changes_only_engine_fields(grpo_trainer):
     trainer, loaded = grpo_trainer
-    n = settings_.make("smoke").max_new_tokens
-    fast = sampling.generation_config(loaded.model, loaded.tokenizer, max_new_tokens=n, fast=True, max_cache_len=128)
+    fast = sampling.generation_config(loaded.model, loaded.tokenizer, SMOKE, fast=True, max_cache_len=128)
     trl = trainer.generation_config.to_dict()
     changed = {k for k in set(fast.to_dict()) | set(trl) if fast.to_dict().get(k) != trl.get(k)}
     assert changed == {"cache_implementation", "disable_compile", "max_cache_len"} == sampling.ENGINE_FIELDS
@@ -121,8 +129,8 @@ QUESTIONS = [f"State the final answer to the following arithmetic problem: {a} +
 
 
 def test_fast_greedy_matches_the_reference_generate_token_for_token(tiny_model):
-    reference = sampling.Sampler(tiny_model, batch_size=3, max_new_tokens=12, fast=False)
-    fast = sampling.Sampler(tiny_model, batch_size=3, max_new_tokens=12, fast=True)
+    reference = sampling.Sampler(tiny_model, trainee_with(max_new_tokens=12), batch_size=3, fast=False)
+    fast = sampling.Sampler(tiny_model, trainee_with(max_new_tokens=12), batch_size=3, fast=True)
     assert fast.complete(QUESTIONS, greedy=True) == reference.complete(QUESTIONS, greedy=True)
 
 
@@ -131,7 +139,8 @@ def test_fast_sampling_draws_what_the_reference_draws(tiny_model):
     draws = {}
     for fast in (False, True):
         torch.manual_seed(3)
-        draws[fast] = sampling.Sampler(tiny_model, batch_size=16, max_new_tokens=10, fast=fast).complete(QUESTIONS, k=8)
+        draws[fast] = sampling.Sampler(tiny_model, trainee_with(max_new_tokens=10), batch_size=16,
+                                       fast=fast).complete(QUESTIONS, k=8)
     assert draws[True] == draws[False]
     assert len({t for group in draws[True] for t in group}) > 4  # they are samples, not one greedy answer
 

@@ -1,7 +1,10 @@
+import dataclasses
+
 import pytest
 
 from shortlist import screening, trainee
 from shortlist.sampling import Sampler
+from shortlist.trainee import QWEN3
 
 
 def test_summarize_on_known_groups():
@@ -9,7 +12,7 @@ def test_summarize_on_known_groups():
               [0.05, 0.05, 0.0, 0.05],  # partial credit only: raw signal, no correctness signal
               [0.0, 0.0, 0.0, 0.0],  # nothing
               [1.0, 1.0, 1.0, 1.0]]  # solved
-    s = screening.summarize("f", groups, extracted=0.75)
+    s = screening.summarize("f", groups, 0.75, QWEN3)
     assert s.k == 4 and s.tasks == 4
     assert s.pass1 == pytest.approx(6 / 16)
     assert s.passk == pytest.approx(2 / 4)
@@ -17,27 +20,38 @@ def test_summarize_on_known_groups():
     assert s.signal_raw == pytest.approx(2 / 4)
     assert s.signal_correct == pytest.approx(1 / 4)
     assert s.learnability == pytest.approx(0.25 / 4)
-    assert s.verdict == trainee.rule(s.pass1, s.mean, s.signal_correct)
+    assert s.verdict == QWEN3.rule(s.pass1, s.mean, s.signal_correct)
     assert s.extracted == 0.75
 
 
 def test_partial_credit_alone_is_too_hard_not_improves():
-    s = screening.summarize("f", [[0.05, 0.0, 0.05, 0.0]] * 10, extracted=1.0)
+    s = screening.summarize("f", [[0.05, 0.0, 0.05, 0.0]] * 10, 1.0, QWEN3)
     assert s.signal_raw == 1.0 and s.signal_correct == 0.0
     assert s.verdict == "too hard" and s.prediction == "no change"
 
 
 def test_screen_on_the_tiny_model_is_reproducible(tiny_model, scorer):
-    sampler = Sampler(tiny_model, max_new_tokens=16)
-    a = screening.screen(sampler, scorer, "leg_counting(min_animals=1, max_animals=1, max_instances=2)", tasks=6, k=4)
-    b = screening.screen(sampler, scorer, "leg_counting(min_animals=1, max_animals=1, max_instances=2)", tasks=6, k=4)
-    assert a == b
+    sampler = Sampler(tiny_model, QWEN3.replace(model="tiny", max_new_tokens=16, group=4))
+    family = "leg_counting(min_animals=1, max_animals=1, max_instances=2)"
+    a = screening.screen(sampler, scorer, family, tasks=6)
+    b = screening.screen(sampler, scorer, family, tasks=6)
+    assert dataclasses.replace(a, scoring={}) == dataclasses.replace(b, scoring={})  # wall time aside
     assert a.tasks == 6 and a.k == 4 and 0 <= a.pass1 <= a.mean <= 1 and a.pass1 <= a.passk
     assert a.extracted > 0.5  # the tiny model was taught the <answer> format
     assert a.verdict in trainee.VERDICTS
+    assert a.scoring["answers"] == 24 and 0 <= a.clipped <= 1 and 0 <= a.repetitive <= 1
+
+
+def test_screening_counts_what_a_trainee_cannot_extract(tiny_model, scorer):
+    # the tiny model writes <answer> tags: a trainee reading "Answer:" lines finds nothing, and every
+    # such sample scores 0 without reaching a scorer
+    sampler = Sampler(tiny_model, QWEN3.replace(model="tiny", max_new_tokens=16, extraction="answer_line"))
+    s = screening.screen(sampler, scorer, "chain_sum(max_terms=2, max_digits=1)", tasks=4)
+    assert s.extracted == 0 and s.pass1 == 0 and s.verdict == "too hard"
+    assert s.scoring["unextracted"] == s.scoring["answers"] == 32
 
 
 def test_table_has_a_row_per_family():
-    s = screening.summarize("chain_sum", [[1.0, 0.0]], 1.0)
+    s = screening.summarize("chain_sum", [[1.0, 0.0]], 1.0, QWEN3)
     lines = screening.table([s, s]).splitlines()
     assert len(lines) == 4 and "verdict" in lines[0] and lines[2].startswith("chain_sum")

@@ -1,0 +1,61 @@
+"""Writing files so that a run that dies leaves the old file or the new one, never half of one,
+and finding out that a place cannot be written before any work that would be lost."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
+class OutputError(RuntimeError):
+    """An output folder that cannot be written; the message is one line."""
+
+
+def check_writable(out) -> Path:
+    """The output folder, made if need be and shown writable, before any work that would be lost."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"output folder {out} is a file; give a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".writable.", dir=out)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise OutputError(f"cannot write into {out}: {e.strerror or type(e).__name__}") from None
+    return out
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp's 0600 would hide results from the rest of a team
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_text(path: Path, text: str) -> None:
+    write_bytes(path, text.encode())
+
+
+def write_json(path: Path, obj) -> None:
+    write_text(path, json.dumps(obj, indent=1, allow_nan=False) + "\n")
+
+
+def read_json(path: Path):
+    return json.loads(Path(path).read_text())
+
+
