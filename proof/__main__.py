@@ -20,6 +20,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="predict, train every family, report")
     run.add_argument("--preset", choices=sorted(settings_.PRESETS), help="a named set of settings")
+    run.add_argument("--model", help="a hub name, a local folder, or 'tiny' (default: the trainee's own)")
+    run.add_argument("--trainee", help="a profile (qwen3, smollm2), 'profile(field=value, ...)', or a .json file")
     run.add_argument("--families", help="comma-separated family specs (default: the preset's)")
     run.add_argument("--out", help="the output folder (default: the preset's)")
     run.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
@@ -27,16 +29,21 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:  # every bad input is one line, before any model loads
         overrides = dict(settings_.parse_override(item) for item in args.set)
-        overrides |= {k: v for k, v in (("families", args.families), ("out", args.out)) if v is not None}
+        overrides |= {k: v for k, v in (("families", args.families), ("out", args.out), ("model", args.model),
+                                         ("trainee", args.trainee)) if v is not None}
         settings = settings_.make(args.preset, **overrides)
     except SettingsError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     from proof import runner
     try:
-        runner.run(settings)
+        outcome = runner.run(settings)
     except (CommitError, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr)
+        return 1
+    if outcome.failed:  # the others ran and the report was built; the exit status still says it
+        print(f"error: {len(outcome.failed)} of {len(settings.families)} families did not finish: "
+              + "; ".join(f"{k} ({why})" for k, why in outcome.failed.items()), file=sys.stderr)
         return 1
     return 0
 

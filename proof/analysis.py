@@ -40,7 +40,8 @@ def plan(settings) -> dict:
                    f"gain > 0; held = improved == (prediction == 'improves')",
         "correctness": f"the same bootstrap on accuracy (score >= 1); 'partial credit only' when the score "
                        f"improved and accuracy did not",
-        "format": "share of answers trainee.clean() extracts, and their mean length in characters, before and after",
+        "format": "share of answers the trainee's extraction finds, and their mean length in characters, before and "
+                  "after; share of completions cut at max_new_tokens and dominated by one repeated token",
         "equivalence": f"TOST on the same bootstrap, margin ±{m} in mean score, at {a}: a 'no change' prediction "
                        f"is 'held (equivalent)' when the gain is shown to lie within the margin, 'held "
                        f"(inconclusive)' when it neither improved nor was shown equivalent",
@@ -56,37 +57,39 @@ def plan(settings) -> dict:
     }
 
 
-def family(result: dict, settings: dict) -> dict:
-    """The analysis of one finished family, with the committed alpha, margin and bootstrap size."""
+def family(result, settings: dict) -> dict:
+    """The analysis of one finished family (a records.FamilyResult), with the committed alpha, margin
+    and bootstrap size."""
     alpha, n = settings["alpha"], settings["bootstrap_n"]
-    before, after = result["before"], result["after"]
-    correct = [[float(s >= 1.0) for s in e["scores"]] for e in (before, after)]
+    before, after = result.before, result.after
+    correct = [[float(s >= 1.0) for s in e.scores] for e in (before, after)]
     accuracy = stats.paired_gain(*correct, n)
     accuracy_improved = stats.improved(accuracy, alpha)
-    learning = "accuracy" if accuracy_improved else "partial credit only" if result["improved"] else "none"
-    equivalence = stats.tost(before["scores"], after["scores"], settings["equivalence_margin"], alpha, n)
-    if result["prediction"]["prediction"] == "improves":
-        judgement = "held" if result["improved"] else "did not hold"
-    elif result["improved"]:
+    learning = "accuracy" if accuracy_improved else "partial credit only" if result.improved else "none"
+    equivalence = stats.tost(before.scores, after.scores, settings["equivalence_margin"], alpha, n)
+    if result.prediction["prediction"] == "improves":
+        judgement = "held" if result.improved else "did not hold"
+    elif result.improved:
         judgement = "did not hold"
     else:
         judgement = "held (equivalent)" if equivalence["equivalent"] else "held (inconclusive)"
     if learning == "partial credit only":
         judgement += " (partial credit only)"
-    sd = float(np.std(np.subtract(after["scores"], before["scores"]), ddof=1)) if len(before["scores"]) > 1 else 0.0
+    sd = float(np.std(np.subtract(after.scores, before.scores), ddof=1)) if before.n > 1 else 0.0
     return {"accuracy_gain": accuracy, "accuracy_improved": accuracy_improved, "learning": learning,
             "equivalence": equivalence, "judgement": judgement, "difference_sd": sd,
-            "mde": stats.minimum_detectable_effect(sd, len(before["scores"]), alpha)}
+            "mde": stats.minimum_detectable_effect(sd, before.n, alpha)}
 
 
-def across(predictions: list[dict], results: list[dict], trainee: dict) -> dict:
-    """What needs every finished family at once: Holm, the rule against alternatives, correlations."""
+def across(predictions: list[dict], results: list, analyses: list[dict], trainee: dict) -> dict:
+    """What needs every finished family at once: Holm, the rule against alternatives, correlations.
+    results are records.FamilyResult, analyses what family() made of each, in the same order."""
     by_family = {p["family"]: p for p in predictions}
-    screens = [by_family[r["family"]] for r in results]
-    outcomes = [r["improved"] for r in results]
-    real = [r["analysis"]["accuracy_improved"] for r in results]
-    holm = {"score": stats.holm([r["gain"]["p"] for r in results]),
-            "accuracy": stats.holm([r["analysis"]["accuracy_gain"]["p"] for r in results])}
+    screens = [by_family[r.family] for r in results]
+    outcomes = [r.improved for r in results]
+    real = [a["accuracy_improved"] for a in analyses]
+    holm = {"score": stats.holm([r.gain["p"] for r in results]),
+            "accuracy": stats.holm([a["accuracy_gain"]["p"] for a in analyses])}
     rules = []
     for name, predicts in alternatives(trainee).items():
         said = [predicts(s) for s in screens]
@@ -104,6 +107,6 @@ def across(predictions: list[dict], results: list[dict], trainee: dict) -> dict:
     for key, label in SIGNALS.items():
         x = [s[key] for s in screens]
         correlations.append({"signal": label, "key": key,
-                             "score gain": stats.spearman(x, [r["gain"]["gain"] for r in results]),
-                             "accuracy gain": stats.spearman(x, [r["analysis"]["accuracy_gain"]["gain"] for r in results])})
+                             "score gain": stats.spearman(x, [r.gain["gain"] for r in results]),
+                             "accuracy gain": stats.spearman(x, [a["accuracy_gain"]["gain"] for a in analyses])})
     return {"holm": holm, "rules": rules, "confusion": confusion, "correlations": correlations}

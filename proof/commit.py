@@ -1,10 +1,12 @@
 """Commit Shortlist's predictions before any training, and hold training to them.
 
-predictions.json records the model, the trainee's settings and thresholds, the proof's settings
-and seed ranges, the analysis declared in advance, package versions, the device and the time,
-and each family's screen and prediction; predictions.sha256 holds its digest. verified()
-refuses, in one line and before any model loads, predictions that are missing, altered, or were
-committed under other settings than the ones training is asked to use.
+predictions.json records the trainee (every field, once), the proof's settings and seed ranges,
+a fingerprint of every family's tasks, the analysis declared in advance, the decode engine,
+package versions, the device and the time, and each family's screen and prediction;
+predictions.sha256 holds its digest. verified() refuses, in one line and before any model loads,
+predictions that are missing, altered, or were committed under another trainee or other settings
+than the ones training is asked to use; tasks_verified() refuses tasks that differ from the
+committed ones.
 """
 from __future__ import annotations
 
@@ -14,9 +16,8 @@ import json
 from proof import analysis, files, provenance
 from proof.settings import Settings
 from shortlist import families as families_
-from shortlist import trainee
 
-SCHEMA = 1
+SCHEMA = 2
 
 
 class CommitError(RuntimeError):
@@ -31,13 +32,22 @@ def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def write(settings: Settings, screens: list[dict], model_source: dict, scoring: dict) -> str:
+def task_fingerprints(settings: Settings, family, built: dict | None = None) -> dict:
+    """SHA-256 of the family's tasks in each seed range (built: ranges already built, reused)."""
+    family = families_.parse(family)
+    built = built or {}
+    return {name: families_.fingerprint(built.get(name) or family.tasks(seeds))
+            for name, seeds in settings.seed_ranges().items()}
+
+
+def write(settings: Settings, screens: list[dict], model_source: dict, scoring: dict, engine: dict,
+          tasks: dict) -> str:
     """Write predictions.json, then its SHA-256; returns the digest."""
-    body = {"schema": SCHEMA, **provenance.stamp(), "model": model_source, "trainee": trainee.settings(),
+    body = {"schema": SCHEMA, **provenance.stamp(), "model": model_source, "trainee": settings.profile.as_dict(),
             "settings": settings.protocol(), "families": list(settings.families),
-            "seed_ranges": {k: [r.start, r.stop] for k, r in settings.seed_ranges().items()},
-            "scoring": scoring, "analysis": analysis.plan(settings), "predictions": screens}
-    data = (json.dumps(body, indent=1) + "\n").encode()
+            "seed_ranges": {k: [r.start, r.stop] for k, r in settings.seed_ranges().items()}, "tasks": tasks,
+            "engine": engine, "scoring": scoring, "analysis": analysis.plan(settings), "predictions": screens}
+    data = (json.dumps(body, indent=1, allow_nan=False) + "\n").encode()
     files.write_bytes(files.predictions(settings.out), data)
     files.write_text(files.predictions_hash(settings.out), f"{digest(data)}  predictions.json\n")
     return digest(data)
@@ -53,24 +63,38 @@ def committed(out) -> tuple[dict, str]:
     if digest(data) != recorded:
         raise CommitError(f"{path} does not match {hash_path.name} (sha256 {digest(data)[:12]}… vs "
                           f"recorded {recorded[:12]}…): the predictions changed after they were committed")
-    return json.loads(data), recorded
+    body = json.loads(data)
+    if body.get("schema") != SCHEMA:
+        raise CommitError(f"{path} has schema {body.get('schema')}, this version reads {SCHEMA}: "
+                          f"commit again into another out folder")
+    return body, recorded
 
 
 def verified(settings: Settings, family: str | None = None) -> tuple[dict, str]:
     """The committed predictions and their digest, if they may be used with these settings."""
     body, recorded = committed(settings.out)
-    if body["model"]["name"] != settings.model:
-        raise CommitError(f"model {settings.model!r} differs from the committed {body['model']['name']!r}")
+    ours = settings.profile.as_dict()
+    for name, value in ours.items():
+        if body["trainee"].get(name) != value:
+            raise CommitError(f"trainee {name}={value!r} differs from the committed {name}="
+                              f"{body['trainee'].get(name)!r}; train the trainee the predictions were made for")
     for name, value in settings.protocol().items():
         if body["settings"].get(name) != value:
             raise CommitError(f"{name}={value!r} differs from the committed {name}={body['settings'].get(name)!r}; "
                               f"train with the settings the predictions were committed with")
-    for name, value in trainee.settings().items():
-        if body["trainee"].get(name) != value:
-            raise CommitError(f"shortlist/trainee.py's {name} changed since the predictions were committed")
     if family is not None and families_.parse(family).key not in body["families"]:
         raise CommitError(f"{family} has no committed prediction; committed: {', '.join(body['families'])}")
     return body, recorded
+
+
+def tasks_verified(body: dict, settings: Settings, family, built: dict) -> None:
+    """Refuse, in one line, tasks that are not the ones the predictions were committed against."""
+    key = families_.parse(family).key
+    now = task_fingerprints(settings, key, built)
+    for name, sha in body["tasks"][key].items():
+        if now[name] != sha:
+            raise CommitError(f"{key}: the {name} tasks built here differ from the committed ones (sha256 "
+                              f"{now[name][:12]}… vs {sha[:12]}…); is reasoning-gym another version?")
 
 
 def prediction_for(body: dict, family: str) -> dict:
@@ -95,17 +119,16 @@ def predict(settings: Settings, log=print) -> tuple[dict, str]:
         log(f"kept the predictions committed at {body['written_at']} (sha256 {sha})")
         return body, sha
 
-    from shortlist import sampling, screening, scoring
-    loaded = sampling.load(settings.model)
-    sampler = sampling.Sampler(loaded, settings.sample_batch, settings.max_new_tokens, settings.fast)
-    screens = []
+    from shortlist import engine, sampling, screening, scoring
+    files.check_writable(settings.out)
+    trainee = settings.profile
+    sampling.check_fits(sampling.model_config(trainee.model), trainee)
+    tasks = {key: task_fingerprints(settings, key) for key in settings.families}
+    loaded = sampling.load(trainee.model)
+    sampler = sampling.Sampler(loaded, trainee, settings.sample_batch, settings.fast)
     with scoring.Scorer(deadline_s=settings.score_deadline_s) as scorer:
-        for family in settings.families:
-            screen = screening.screen(sampler, scorer, family, settings.predict_tasks, settings.group,
-                                      settings.predict_seed, settings.seed)
-            screens.append(screen.as_dict() | {"scoring": vars(scorer.counts[family])})
-            log(f"{family}: pass@1 {screen.pass1:.2f}, signal on correctness {screen.signal_correct:.2f} "
-                f"-> {screen.verdict}")
-        sha = write(settings, screens, loaded.source, scorer.settings())
+        screens = screening.screen_all(sampler, scorer, settings.families, settings.predict_tasks,
+                                       settings.predict_seed, settings.seed, log)
+        sha = write(settings, [s.as_dict() for s in screens], loaded.source, scorer.settings(), engine.status(), tasks)
     log(f"committed {files.predictions(settings.out)} (sha256 {sha})")
     return verified(settings)

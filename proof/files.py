@@ -6,47 +6,14 @@
     <out>/notebooks/*.ipynb                        the executed notebooks
     <out>/report.html                              the rendered report
 
-Every file is written to a temporary name beside its place and renamed over it, so a run that
-dies leaves the old file or the new one, never half of one.
+Every file is written by shortlist.output: to a temporary name beside its place, then renamed over
+it, so a run that dies leaves the old file or the new one, never half of one.
 """
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from pathlib import Path
 
-
-_UMASK = os.umask(0)
-os.umask(_UMASK)
-
-
-def write_bytes(path: Path, data: bytes) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp's 0600 would hide results from the rest of a team
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def write_text(path: Path, text: str) -> None:
-    write_bytes(path, text.encode())
-
-
-def write_json(path: Path, obj) -> None:
-    write_text(path, json.dumps(obj, indent=1, allow_nan=False) + "\n")
-
-
-def read_json(path: Path):
-    return json.loads(Path(path).read_text())
+from shortlist.output import OutputError, check_writable, read_json, write_bytes, write_json, write_text  # noqa: F401
 
 
 def made_against(path: Path, sha: str) -> dict | None:

@@ -1,22 +1,26 @@
 """The report: what the notebooks display, and the HTML that nbconvert renders from 03.
 
 Every table and figure is built from the output folder alone (predictions.json and the family
-results), so the report can be rebuilt, or re-scored, without a model or a GPU.
+results, read back as validated records), so the report can be rebuilt, or re-scored, without a
+model or a GPU. Every caption is built from the committed settings; whatever could make the numbers
+wrong (a smoke run, a fallen-back engine, degenerate completions, a corrupt result) is said above
+the headline.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
-import matplotlib.pyplot as plt
-from matplotlib.ticker import MaxNLocator
 import pandas as pd
 
-from proof import analysis, commit, files
+from proof import analysis, commit, figures, files, records
+from proof.records import Corrupt, FamilyResult, Failure
 from shortlist import families as families_
+from shortlist.trainee import Trainee
 
 TEMPLATE = Path(__file__).resolve().parent / "templates"
-COLORS = {"improves": "#1b7837", "no change": "#762a83"}
+DEGENERATE_SHARE = 0.5  # a family whose completions are mostly cut off or repetitive is named above the headline
+EXAMPLES = 3  # answers shown per family, before and after
 
 
 @dataclass
@@ -24,57 +28,154 @@ class Report:
     out: Path
     body: dict  # predictions.json
     sha: str
-    results: dict  # family key -> its result file (done or failed); families not run are absent
+    results: dict  # family key -> FamilyResult | Failure | Corrupt; families not run are absent
+    analyses: dict  # family key -> analysis.family() of its finished result
     across: dict  # analysis.across() of the finished families
+
+    @property
+    def settings(self) -> dict:
+        return self.body["settings"]
+
+    @property
+    def trainee(self) -> Trainee:
+        return Trainee.from_dict(self.body["trainee"])
 
     def prediction(self, key: str) -> dict:
         return commit.prediction_for(self.body, key)
 
-    def done(self) -> list[dict]:
-        return [self.results[k] for k in self.body["families"] if self.results.get(k, {}).get("status") == "done"]
+    def done(self) -> list[FamilyResult]:
+        return [self.results[k] for k in self.body["families"] if isinstance(self.results.get(k), FamilyResult)]
 
 
 def load(out) -> Report:
-    """Predictions (hash checked) and every result that was made against them."""
+    """Predictions (hash checked) and every result that was made against them, validated."""
     body, sha = commit.committed(out)
     results = {}
     for key in body["families"]:
-        result = files.made_against(files.result(out, families_.parse(key).slug), sha)
-        if result:
-            if result["status"] == "done":
-                result["analysis"] = analysis.family(result, body["settings"])
+        result = records.read(files.result(out, families_.parse(key).slug), sha)
+        if result is not None:
             results[key] = result
-    done = [results[k] for k in body["families"] if results.get(k, {}).get("status") == "done"]
-    return Report(Path(out), body, sha, results, analysis.across(body["predictions"], done, body["trainee"]))
+    done = [results[k] for k in body["families"] if isinstance(results.get(k), FamilyResult)]
+    analyses = {r.family: analysis.family(r, body["settings"]) for r in done}
+    across = analysis.across(body["predictions"], done, [analyses[r.family] for r in done], body["trainee"])
+    return Report(Path(out), body, sha, results, analyses, across)
 
 
 def status(report: Report, key: str) -> str:
     result = report.results.get(key)
-    return "not run" if result is None else "done" if result["status"] == "done" else f"failed: {result['reason']}"
+    if result is None:
+        return "not run"
+    if isinstance(result, FamilyResult):
+        return "done"
+    return f"failed: {result.reason}" if isinstance(result, Failure) else f"corrupt result: {result.reason}"
 
 
 # --- text ---------------------------------------------------------------------------------------
+def banner(report: Report) -> str | None:
+    """A run whose numbers must not be read as a finding says so first."""
+    from proof.settings import Settings
+    full, s = Settings(families=()), report.settings
+    small = [f"{name.replace('_', ' ')} {s[name]} (the protocol's {getattr(full, name)})"
+             for name in ("steps", "eval_n", "predict_tasks") if s[name] < getattr(full, name) / 2]
+    parts = []
+    if report.trainee.model == "tiny":
+        parts.append("It was made with the offline **tiny** test model (0.2 M parameters), so its numbers exercise "
+                     "the pipeline and say nothing about any real model.")
+    if small:
+        parts.append("Its settings are far below the protocol's: " + ", ".join(small) + ".")
+    return ("⚠ **This is a smoke run, not a finding.** " + " ".join(parts)) if parts else None
+
+
+def warnings(report: Report) -> list[str]:
+    """Everything that could make the numbers wrong, one line each, for above the headline."""
+    out = []
+    engines = [("predictions (01)", report.body.get("engine", {}))] + [
+        (f"{r.family} ({phase})", e) for r in report.done() for phase, e in r.engine.items()]
+    for where, e in engines:
+        if e.get("checks") and any(c["identical_rows"] != c["rows"] for c in e["checks"]):
+            out.append(f"The fast decode engine disagreed with generate() in {where} and stepped aside: {e.get('why')}.")
+        elif e.get("engine") == "generate" and e.get("why") and "transformers" in e["why"]:
+            out.append(f"The fast decode engine was not used in {where}: {e['why']}.")
+    for p in report.body["predictions"]:
+        for what, share in (("cut at max_new_tokens", p.get("clipped", 0)),
+                            ("dominated by one repeated token", p.get("repetitive", 0))):
+            if share > DEGENERATE_SHARE:
+                out.append(f"{p['family']}: {share:.0%} of the screening samples were {what}.")
+    for r in report.done():
+        for part, e in (("before", r.before), ("after", r.after)):
+            for what, share in (("cut at max_new_tokens", e.clipped_share),
+                                ("dominated by one repeated token", e.repetitive_share)):
+                if share > DEGENERATE_SHARE:
+                    out.append(f"{r.family}: {share:.0%} of the greedy answers {part} training were {what}.")
+    for key, result in report.results.items():
+        if isinstance(result, Corrupt):
+            out.append(f"{key}: its result file is corrupt ({result.reason}); it is left out of every table.")
+    return out
+
+
 def headline(report: Report) -> str:
     """How many predictions held, and how many of the gains were real learning, in plain words."""
     done = report.done()
-    held = sum(r["held"] for r in done)
-    raised = [r for r in done if r["improved"]]
-    real = sum(r["analysis"]["learning"] == "accuracy" for r in raised)
+    held = sum(r.held for r in done)
+    raised = [r for r in done if r.improved]
+    real = sum(report.analyses[r.family]["learning"] == "accuracy" for r in raised)
     if raised:
         gains = (f"and of the {len(raised)} significant gains GRPO made, {real} were real learning (more correct "
                  f"answers) and {len(raised) - real} were partial credit only")
     else:
         gains = "and GRPO made no significant gain on any of them"
     text = f"**The rule held on {held} of {len(done)} families**, {gains}."
-    kept = [r["analysis"]["judgement"] for r in done if r["prediction"]["prediction"] == "no change" and r["held"]]
+    kept = [report.analyses[r.family]["judgement"] for r in done if r.prediction["prediction"] == "no change" and r.held]
     if kept:
         text += (f" Among the \"no change\" predictions that held: {sum('equivalent' in j for j in kept)} shown to be "
-                 f"no change within ±{report.body['settings']['equivalence_margin']}, "
+                 f"no change within ±{report.settings['equivalence_margin']}, "
                  f"{sum('inconclusive' in j for j in kept)} inconclusive.")
-    failed = sum(1 for k in report.body["families"] if status(report, k).startswith("failed"))
-    missing = len(report.body["families"]) - len(done) - failed
-    extra = ", ".join(part for part, count in ((f"{failed} failed", failed), (f"{missing} not run", missing)) if count)
+    counts = {}
+    for key in report.body["families"]:
+        word = status(report, key).split(":")[0]
+        if word != "done":
+            counts[word] = counts.get(word, 0) + 1
+    extra = ", ".join(f"{n} {word}" for word, n in counts.items())
     return text + (f" ({extra}.)" if extra else "")
+
+
+def top(report: Report) -> str:
+    """What goes above everything: the banner, the warnings, the headline."""
+    lines = [b for b in [banner(report)] if b] + [f"⚠ {w}" for w in warnings(report)] + [headline(report)]
+    return "\n\n".join(lines)
+
+
+def caption(report: Report, section: str) -> str:
+    """The sentence under a section's title, with the numbers of this run."""
+    s, t = report.settings, report.trainee
+    n = s["eval_n"]
+    return {
+        "predictions": f"From {s['predict_tasks']} tasks × {t.group} samples per family (seeds {s['predict_seed']}.."
+                       f"{s['predict_seed'] + s['predict_tasks'] - 1}), drawn as GRPO draws them (temperature "
+                       f"{t.temperature}, at most {t.max_new_tokens} new tokens). *Signal* is the share of tasks whose "
+                       f"samples disagree: on the raw reward (partial credit included) and on correctness; the rule "
+                       f"reads the latter. *Clipped*: cut at max_new_tokens.",
+        "outcomes": f"Greedy answers to the same {n} held-out tasks (seeds {s['eval_seed']}..{s['eval_seed'] + n - 1}) "
+                    f"before and after {s['steps']} GRPO steps. The seed's analysis, unchanged: a paired bootstrap "
+                    f"({s['bootstrap_n']:,} resamples) on the mean score per task; *improved* when p ≤ {s['alpha']} and "
+                    f"the gain is positive; *held* when that matches the prediction.",
+        "learning": f"The same bootstrap on accuracy (score ≥ 1). **partial credit only** means the score rose while "
+                    f"the share of correct answers did not. *judged* also applies the equivalence test below to "
+                    f"\"no change\" predictions.",
+        "format": f"The share of answers the trainee's extraction ({t.extraction}) could find, their length, and the "
+                  f"share of completions cut at {t.max_new_tokens} tokens or dominated by one repeated token.",
+        "equivalence": f"A \"no change\" prediction holds *equivalent* only when an equivalence test (TOST, margin "
+                       f"±{s['equivalence_margin']}) puts the gain within the margin; otherwise it is *inconclusive*. "
+                       f"The last columns give the smallest gain {n} tasks could have detected (80% power).",
+        "examples": f"The first {EXAMPLES} held-out tasks whose score changed (else the first {EXAMPLES}), answered "
+                    f"greedily before and after training.",
+        "runs": "Wall time of each family's parts, and the decode engine each used.",
+        "curves": f"Per logged step ({s['logging_steps']}): the mean reward, the share of groups whose {t.group} "
+                  f"rewards were all equal (no gradient), and the share of completions cut at max_new_tokens.",
+        "rules": "Each rule predicts *improves* or *no change* from the same screens; a hit is a prediction that "
+                 "matches the seed's *improved* (and, in the last column, a significant gain in accuracy).",
+        "correlations": "Spearman's ρ between each screening signal and the measured gain, across families.",
+    }[section]
 
 
 # --- tables -------------------------------------------------------------------------------------
@@ -84,13 +185,14 @@ def _table(rows: list[dict], formats: dict):
 
 
 def predictions_table(body: dict):
-    k = body["settings"]["group"]
+    """The committed screens (01 shows it from predictions.json, 03 from the report)."""
+    k = body["trainee"]["group"]
     rows = [{"family": p["family"], "pass@1": p["pass1"], f"pass@{k}": p["passk"], "mean score": p["mean"],
              "signal (raw)": p["signal_raw"], "signal (correct)": p["signal_correct"], "mean p(1−p)": p["learnability"],
-             "extracted": p["extracted"], "verdict": p["verdict"], "prediction": p["prediction"]}
-            for p in body["predictions"]]
-    return _table(rows, {c: "{:.2f}" for c in ("pass@1", f"pass@{k}", "signal (raw)", "signal (correct)", "extracted")}
-                  | {"mean score": "{:.3f}", "mean p(1−p)": "{:.3f}"})
+             "extracted": p["extracted"], "clipped": p.get("clipped"), "verdict": p["verdict"],
+             "prediction": p["prediction"]} for p in body["predictions"]]
+    return _table(rows, {c: "{:.2f}" for c in ("pass@1", f"pass@{k}", "signal (raw)", "signal (correct)", "extracted",
+                                               "clipped")} | {"mean score": "{:.3f}", "mean p(1−p)": "{:.3f}"})
 
 
 def _arrow(before, after, fmt="{:.3f}") -> str:
@@ -105,13 +207,13 @@ def outcome_row(report: Report, key: str) -> dict:
     """The seed's analysis of one family, unchanged, with Holm's adjustment beside its p."""
     row = {"family": key, "prediction": report.prediction(key)["prediction"]}
     result = report.results.get(key)
-    if result is None or result["status"] != "done":
+    if not isinstance(result, FamilyResult):
         return row | {"status": status(report, key)}
-    b, a = result["before"], result["after"]
-    return row | {"accuracy": _arrow(b["accuracy"], a["accuracy"]), "mean score": _arrow(b["mean_score"], a["mean_score"]),
-                  "gain [95% CI]": _ci(result["gain"]), "p": result["gain"]["p"],
-                  "p (Holm)": report.across["holm"]["score"][report.done().index(result)],
-                  "improved": "yes" if result["improved"] else "no", "held": "yes" if result["held"] else "no",
+    b, a = result.before, result.after
+    return row | {"held-out tasks": b.n, "accuracy": _arrow(b.accuracy, a.accuracy),
+                  "mean score": _arrow(b.mean_score, a.mean_score), "gain [95% CI]": _ci(result.gain),
+                  "p": result.gain["p"], "p (Holm)": report.across["holm"]["score"][report.done().index(result)],
+                  "improved": "yes" if result.improved else "no", "held": "yes" if result.held else "no",
                   "status": "done"}
 
 
@@ -119,38 +221,81 @@ def outcomes_table(report: Report):
     return _table([outcome_row(report, k) for k in report.body["families"]], {"p": "{:.4f}", "p (Holm)": "{:.4f}"})
 
 
-def learning_row(report: Report, result: dict) -> dict:
-    """Was a gain real learning? The same bootstrap on accuracy, and the judgement that follows."""
-    a = result["analysis"]
-    return {"family": result["family"], "prediction": result["prediction"]["prediction"],
-            "gain in score": _ci(result["gain"]), "gain in accuracy [95% CI]": _ci(a["accuracy_gain"]),
-            "p": a["accuracy_gain"]["p"], "p (Holm)": report.across["holm"]["accuracy"][report.done().index(result)],
-            "learning": a["learning"], "judged": a["judgement"]}
-
-
 def learning_table(report: Report):
-    return _table([learning_row(report, r) for r in report.done()], {"p": "{:.4f}", "p (Holm)": "{:.4f}"})
+    """Was a gain real learning? The same bootstrap on accuracy, and the judgement that follows."""
+    rows = []
+    for i, r in enumerate(report.done()):
+        a = report.analyses[r.family]
+        rows.append({"family": r.family, "prediction": r.prediction["prediction"], "held-out tasks": r.before.n,
+                     "gain in score": _ci(r.gain), "gain in accuracy [95% CI]": _ci(a["accuracy_gain"]),
+                     "p": a["accuracy_gain"]["p"], "p (Holm)": report.across["holm"]["accuracy"][i],
+                     "learning": a["learning"], "judged": a["judgement"]})
+    return _table(rows, {"p": "{:.4f}", "p (Holm)": "{:.4f}"})
 
 
 def format_table(report: Report):
-    """What the answers looked like before and after: extractable, and how long."""
-    rows = [{"family": r["family"], "extracted": _arrow(r["before"]["extracted"], r["after"]["extracted"], "{:.2f}"),
-             "answer length (chars)": _arrow(r["before"]["answer_chars"] or 0, r["after"]["answer_chars"] or 0, "{:.1f}"),
-             "completion length (chars)": _arrow(r["before"]["completion_chars"], r["after"]["completion_chars"], "{:.1f}")}
+    """What the answers looked like before and after: extractable, how long, cut off, repetitive."""
+    rows = [{"family": r.family, "extracted": _arrow(r.before.extracted, r.after.extracted, "{:.2f}"),
+             "answer length (chars)": _arrow(r.before.answer_chars or 0, r.after.answer_chars or 0, "{:.1f}"),
+             "completion length (chars)": _arrow(r.before.completion_chars, r.after.completion_chars, "{:.1f}"),
+             "clipped": _arrow(r.before.clipped_share, r.after.clipped_share, "{:.2f}"),
+             "repetitive": _arrow(r.before.repetitive_share, r.after.repetitive_share, "{:.2f}")}
             for r in report.done()]
     return _table(rows, {})
 
 
 def equivalence_table(report: Report):
     """"No change" judged by an equivalence test, and what eval_n could have detected."""
-    margin = report.body["settings"]["equivalence_margin"]
-    rows = [{"family": r["family"], "prediction": r["prediction"]["prediction"],
-             "gain [95% CI]": _ci(r["gain"]), f"TOST p (±{margin})": r["analysis"]["equivalence"]["p"],
-             "equivalent": "yes" if r["analysis"]["equivalence"]["equivalent"] else "no",
-             "SD of differences": r["analysis"]["difference_sd"], "detectable gain (80% power)": r["analysis"]["mde"],
-             "judged": r["analysis"]["judgement"]} for r in report.done()]
+    margin = report.settings["equivalence_margin"]
+    rows = []
+    for r in report.done():
+        a = report.analyses[r.family]
+        rows.append({"family": r.family, "prediction": r.prediction["prediction"], "held-out tasks": r.before.n,
+                     "gain [95% CI]": _ci(r.gain), f"TOST p (±{margin})": a["equivalence"]["p"],
+                     "equivalent": "yes" if a["equivalence"]["equivalent"] else "no",
+                     "SD of differences": a["difference_sd"], "detectable gain (80% power)": a["mde"],
+                     "judged": a["judgement"]})
     return _table(rows, {f"TOST p (±{margin})": "{:.4f}", "SD of differences": "{:.3f}",
                          "detectable gain (80% power)": "{:.3f}"})
+
+
+def _clip(text: str | None, width: int = 90) -> str:
+    if text is None:
+        return "–"
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def examples_table(report: Report):
+    """A few answers per family, before and after training."""
+    rows = []
+    for r in report.done():
+        b, a = r.before, r.after
+        changed = [i for i in range(b.n) if b.scores[i] != a.scores[i]]
+        for i in (changed + [i for i in range(b.n) if i not in changed])[:EXAMPLES]:
+            rows.append({"family": r.family, "seed": b.seeds[i], "before": _clip(b.completions[i]),
+                         "score before": b.scores[i], "after": _clip(a.completions[i]), "score after": a.scores[i]})
+    return _table(rows, {"score before": "{:.2f}", "score after": "{:.2f}"})
+
+
+def _minutes(seconds) -> float | None:
+    return seconds / 60 if isinstance(seconds, (int, float)) else None
+
+
+def runs_table(report: Report):
+    """Time per family, and which decode engine served it."""
+    rows = []
+    for r in report.done():
+        t = r.timings
+        rows.append({"family": r.family, "evaluation before (min)": _minutes(t.get("eval_before_s")),
+                     "training (min)": _minutes(t.get("train_s")), "evaluation after (min)": _minutes(t.get("eval_after_s")),
+                     "s per step": t.get("seconds_per_step"), "median step (s)": t.get("median_step_s"),
+                     "first step (s)": t.get("first_step_s"),
+                     "resumed at step": t.get("resumed_at_step"),
+                     "engine": ", ".join(sorted({e.get("engine", "?") for e in r.engine.values()}))})
+    return _table(rows, {c: "{:.1f}" for c in ("evaluation before (min)", "training (min)", "evaluation after (min)",
+                                               "first step (s)")} | {"s per step": "{:.2f}", "median step (s)": "{:.2f}",
+                                                                     "resumed at step": "{:.0f}"})
 
 
 def rules_table(report: Report):
@@ -179,11 +324,23 @@ def confusion_text(report: Report) -> str:
 
 
 def correlations_table(report: Report):
+    """Spearman's rho per signal; None below MIN_FAMILIES_FOR_RANKS finished families (say why instead)."""
+    if len(report.done()) < figures.MIN_FAMILIES_FOR_RANKS:
+        return None
+
     def cell(s):
         return f"{s['rho']:+.2f} (p {s['p']:.3f})" if s["rho"] is not None else f"– (n = {s['n']})"
     rows = [{"screening signal": c["signal"], "ρ with score gain": cell(c["score gain"]),
              "ρ with accuracy gain": cell(c["accuracy gain"])} for c in report.across["correlations"]]
     return _table(rows, {})
+
+
+def correlations_text(report: Report) -> str | None:
+    n = len(report.done())
+    if n >= figures.MIN_FAMILIES_FOR_RANKS:
+        return None
+    return (f"Only {n} {'family' if n == 1 else 'families'} finished: ranks need {figures.MIN_FAMILIES_FOR_RANKS} at "
+            f"least, so no correlation or scatter is shown.")
 
 
 def scoring_table(report: Report):
@@ -192,7 +349,9 @@ def scoring_table(report: Report):
     rows = []
     for key in report.body["families"]:
         counts = dict.fromkeys(columns, 0)
-        for part in (report.prediction(key).get("scoring", {}), report.results.get(key, {}).get("scoring", {})):
+        result = report.results.get(key)
+        for part in (report.prediction(key).get("scoring", {}),
+                     result.scoring if isinstance(result, FamilyResult) else {}):
             for c in columns:
                 counts[c] += part.get(c, 0)
         rows.append({"family": key, **{c.replace("_", "-"): counts[c] for c in columns}})
@@ -204,30 +363,37 @@ def plan_table(report: Report):
     return pd.DataFrame(list(report.body["analysis"].items()), columns=["", "declared"]).style.hide(axis="index")
 
 
-def family_summary(result: dict):
+def family_summary(result: FamilyResult):
     """The one-family table 02_train_family shows."""
-    return _table([{"family": result["family"], "prediction": result["prediction"]["prediction"],
-                    "accuracy": _arrow(result["before"]["accuracy"], result["after"]["accuracy"]),
-                    "mean score": _arrow(result["before"]["mean_score"], result["after"]["mean_score"]),
-                    "gain": result["gain"]["gain"], "p": result["gain"]["p"], "improved": result["improved"],
-                    "held": result["held"], "minutes training": result["timings"]["train_s"] / 60}],
+    return _table([{"family": result.family, "prediction": result.prediction["prediction"],
+                    "held-out tasks": result.before.n, "accuracy": _arrow(result.before.accuracy, result.after.accuracy),
+                    "mean score": _arrow(result.before.mean_score, result.after.mean_score),
+                    "gain": result.gain["gain"], "p": result.gain["p"], "improved": result.improved,
+                    "held": result.held, "minutes training": result.timings["train_s"] / 60}],
                   {"gain": "{:+.3f}", "p": "{:.4f}", "minutes training": "{:.1f}"})
+
+
+def _engine_text(e: dict) -> str:
+    checks = "; ".join(f"{c['identical_rows']}/{c['rows']} rows identical over {c['tokens']} tokens "
+                       f"({c['seconds']:.1f} s)" for c in e.get("checks", []))
+    return f"{e.get('engine', '?')}" + (f" ({e['why']})" if e.get("why") else "") + (f"; self-check {checks}" if checks else "")
 
 
 def provenance_table(report: Report):
     b = report.body
-    starts = sorted(r["started_at"] for r in report.done() if "started_at" in r)
-    gpus = sorted({g for rec in [b, *report.results.values()] for g in rec.get("device", {}).get("gpus", [])})
+    starts = sorted(r.started_at for r in report.done())
+    gpus = sorted({g for d in [b.get("device", {})] + [r.device for r in report.done()] for g in d.get("gpus", [])})
+    t = b["trainee"]
     rows = [("model", b["model"]["name"]), ("model path", b["model"]["path"]),
             ("model revision", b["model"]["revision"] or "–"), ("predictions SHA-256", report.sha),
             ("predictions written", b["written_at"]), ("training first started", starts[0] if starts else "–"),
-            ("rule", b["trainee"]["rule"]),
-            ("thresholds", ", ".join(f"{k} = {b['trainee'][k]}" for k in ("pass_min", "pass_max", "grpo_signal_min"))),
-            ("sampling", ", ".join(f"{k} = {b['trainee'][k]}" for k in
-                                   ("temperature", "top_p", "top_k", "min_p", "repetition_penalty", "enable_thinking"))
-             + f", max_new_tokens = {b['settings']['max_new_tokens']}"),
+            ("trainee", ", ".join(f"{k} = {v!r}" for k, v in t.items())),
+            ("rule", report.trainee.rule_text()),
             ("settings", ", ".join(f"{k} = {v}" for k, v in b["settings"].items())),
             ("seed ranges", ", ".join(f"{k} {a}..{z - 1}" for k, (a, z) in b["seed_ranges"].items())),
+            ("task fingerprints", "SHA-256 of each family's tasks per seed range, in predictions.json; every family "
+                                  "was checked against them before its model loaded"),
+            ("decode engine, predictions", _engine_text(b.get("engine", {}))),
             ("GPU", ", ".join(gpus) or "none (CPU)"),
             ("versions", ", ".join(f"{k} {v}" for k, v in b["versions"].items() if v)),
             ("scorer sandbox", ", ".join(f"{k}: {v}" for k, v in b["scoring"].get("confinement", {}).items()))]
@@ -244,90 +410,16 @@ def notebook_links(report: Report) -> str:
 
 
 # --- figures ------------------------------------------------------------------------------------
-def _marks(prediction: str) -> dict:
-    """Filled circles for "improves", hollow squares for "no change", in every figure."""
-    color = COLORS[prediction]
-    return {"marker": "o" if prediction == "improves" else "s", "color": color, "linestyle": "none",
-            "markerfacecolor": color if prediction == "improves" else "white"}
-
-
-def _plot_curve(ax, result: dict, title: str) -> None:
-    steps = [row["step"] for row in result["reward_curve"]]
-    ax.plot(steps, [row["reward"] for row in result["reward_curve"]], marker=".", label="mean reward")
-    ax.plot(steps, [row["frac_reward_zero_std"] for row in result["reward_curve"]], marker=".", linestyle="--",
-            label="share of zero-variance groups")
-    ax.set_ylim(-0.02, 1.02)
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel("GRPO step")
-    ax.set_title(title, fontsize=9)
-    ax.grid(alpha=0.3)
-
-
-def curve_figure(result: dict):
-    fig, ax = plt.subplots(figsize=(6, 3.2))
-    _plot_curve(ax, result, result["family"])
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
-
-
 def curves_figure(report: Report):
-    done = report.done()
-    if not done:
-        return None
-    cols = min(3, len(done))
-    rows = -(-len(done) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.2 * rows), squeeze=False)
-    for ax, result in zip(axes.flat, done):
-        _plot_curve(ax, result, f"{result['family']}\npredicted: {result['prediction']['prediction']}")
-    for ax in list(axes.flat)[len(done):]:
-        ax.axis("off")
-    axes.flat[0].legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+    return figures.curves(report.done())
 
 
 def forest_figure(report: Report):
-    """Each family's gain in mean score with its 95% CI, marked by what was predicted."""
-    done = report.done()
-    if not done:
-        return None
-    fig, ax = plt.subplots(figsize=(7, 0.55 * len(done) + 1.2))
-    for y, result in enumerate(reversed(done)):
-        g, pred = result["gain"], result["prediction"]["prediction"]
-        ax.errorbar(g["gain"], y, xerr=[[g["gain"] - g["ci95"][0]], [g["ci95"][1] - g["gain"]]], capsize=3,
-                    **_marks(pred))
-    ax.axvline(0, color="grey", linewidth=1)
-    ax.set_yticks(range(len(done)), [r["family"] for r in reversed(done)], fontsize=8)
-    ax.set_xlabel("gain in mean score after GRPO (95% bootstrap CI)")
-    for pred in COLORS:
-        ax.plot([], [], label=f"predicted: {pred}", **_marks(pred))
-    ax.legend(fontsize=8, loc="best")
-    fig.tight_layout()
-    return fig
+    return figures.forest(report.done())
 
 
 def scatter_figure(report: Report):
-    """Each screening signal against the measured gain in mean score, one panel per signal."""
-    done = report.done()
-    if not done:
-        return None
-    by_family = {p["family"]: p for p in report.body["predictions"]}
-    fig, axes = plt.subplots(2, 3, figsize=(12, 6.4), sharey=True)
-    for ax, (key, label) in zip(axes.flat, analysis.SIGNALS.items()):
-        for r in done:
-            ax.plot(by_family[r["family"]][key], r["gain"]["gain"], **_marks(r["prediction"]["prediction"]))
-        rho = next(c for c in report.across["correlations"] if c["key"] == key)["score gain"]["rho"]
-        ax.set_title(f"{label}: ρ = {rho:+.2f}" if rho is not None else label, fontsize=9)
-        ax.axhline(0, color="grey", linewidth=0.8)
-        ax.grid(alpha=0.3)
-    low, high = axes[0, 0].get_ylim()
-    if high - low < 0.02:  # every gain (near) zero: show a readable scale, not 1e-17
-        axes[0, 0].set_ylim(low - 0.05, high + 0.05)
-    for ax in axes[:, 0]:
-        ax.set_ylabel("gain in mean score")
-    fig.tight_layout()
-    return fig
+    return figures.scatter(report.done(), report.body["predictions"], report.across["correlations"])
 
 
 # --- HTML ---------------------------------------------------------------------------------------

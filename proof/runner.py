@@ -15,17 +15,39 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 import yaml
 
-from proof import commit, files, provenance
+from proof import commit, files, provenance, records
 from proof.settings import Settings
 from shortlist import families as families_
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 PREDICT, TRAIN, REPORT = "01_predict.ipynb", "02_train_family.ipynb", "03_report.ipynb"
+
+
+def build_report(settings: Settings, sha: str, notebooks: Path | None = None) -> Path:
+    """03 executed headless into <out>/notebooks, then rendered by nbconvert as <out>/report.html."""
+    from proof import report
+    dest = files.notebooks(settings.out) / REPORT
+    reason = execute((notebooks or NOTEBOOKS) / REPORT, dest, settings.as_dict() | {"publish": False})
+    stamp(dest, sha, settings)
+    if reason:
+        raise RuntimeError(f"03_report failed: {reason} (see {dest})")
+    return report.render(dest, files.report(settings.out))
+
+
+def publish(settings: Settings, enabled: bool = True) -> Path | None:
+    """03's last cell: Run All by hand ends in the report.html the batch would have written."""
+    if not enabled:  # the batch's own headless run of 03: build_report renders it afterwards
+        return None
+    _, sha = commit.committed(settings.out)
+    html = build_report(settings, sha)
+    print(f"report: {html}")
+    return html
 
 
 def visible_gpus() -> list[str]:
@@ -76,39 +98,47 @@ def failure(nb) -> str | None:
     return None
 
 
-def failed(key: str, sha: str, reason: str, notebook: str) -> dict:
-    """The result file of a family whose notebook failed."""
-    return {"status": "failed", "family": key, "slug": families_.parse(key).slug, "reason": reason,
-            "notebook": notebook, "predictions_sha256": sha, **provenance.stamp()}
+def failed(key: str, sha: str, reason: str, notebook: str) -> records.Failure:
+    """The result of a family whose notebook failed."""
+    return records.Failure(family=key, slug=families_.parse(key).slug, reason=reason, notebook=notebook,
+                           predictions_sha256=sha, **provenance.stamp())
 
 
 def stamp(dest: Path, sha: str | None, settings: Settings) -> None:
     """Record in the executed notebook's metadata what produced it."""
     nb = nbformat.read(dest, as_version=4)
-    nb.metadata["shortlist"] = {"predictions_sha256": sha, "model": settings.model, "settings": settings.as_dict(),
+    nb.metadata["shortlist"] = {"predictions_sha256": sha, "model": settings.profile.model,
+                                "trainee": settings.profile.as_dict(), "settings": settings.as_dict(),
                                 **provenance.stamp()}
     files.write_text(dest, nbformat.writes(nb))
 
 
 def pending(settings: Settings, sha: str) -> list[str]:
     """Families without a finished result for these predictions (failed ones are tried again)."""
-    todo = []
-    for key in settings.families:
-        result = files.made_against(files.result(settings.out, families_.parse(key).slug), sha)
-        if not result or result["status"] != "done":
-            todo.append(key)
-    return todo
+    return [key for key in settings.families
+            if not isinstance(records.read(files.result(settings.out, families_.parse(key).slug), sha),
+                              records.FamilyResult)]
 
 
-def run(settings: Settings, notebooks: Path = NOTEBOOKS, log=print) -> Path:
-    """The whole proof; returns the path of report.html."""
-    settings.validate()
+@dataclass
+class Outcome:
+    report: Path
+    failed: dict  # family key -> why, for every family without a finished result
+
+
+def run(settings: Settings, notebooks: Path | None = None, log=print) -> Outcome:
+    """The whole proof: every family is tried and the report is built even where some fail."""
+    notebooks = notebooks or NOTEBOOKS
+    settings = settings.replace(out=str(Path(settings.out).resolve())).validate()  # kernels run elsewhere
+    files.check_writable(settings.out)
     parameters = settings.as_dict()
     out_nb = files.notebooks(settings.out)
     try:
         _, sha = commit.verified(settings)
         log(f"01_predict: kept, predictions verify (sha256 {sha[:12]}…)")
     except commit.NotCommitted:
+        from shortlist import sampling  # the model is needed: one line now if it cannot be had
+        sampling.check_fits(sampling.model_config(settings.profile.model), settings.profile)
         log("01_predict: screening every family and committing the predictions")
         reason = execute(notebooks / PREDICT, out_nb / PREDICT, parameters)
         if reason:
@@ -130,8 +160,8 @@ def run(settings: Settings, notebooks: Path = NOTEBOOKS, log=print) -> Path:
         log(f"02 {key}: started" + (f" on GPU {gpu}" if gpu is not None else ""))
         reason = execute(notebooks / TRAIN, dest, {**parameters, "family": key}, gpu=gpu)
         if reason:
-            files.write_json(files.result(settings.out, family.slug),
-                             failed(key, sha, reason, str(dest.relative_to(settings.out))))
+            records.write(files.result(settings.out, family.slug),
+                          failed(key, sha, reason, str(dest.relative_to(settings.out))))
         stamp(dest, sha, settings)
         log(f"02 {key}: {'failed: ' + reason if reason else 'done'} ({time.time() - started:.0f} s)")
 
@@ -140,11 +170,11 @@ def run(settings: Settings, notebooks: Path = NOTEBOOKS, log=print) -> Path:
         by_slot = [[(i, k) for i, k in enumerate(todo) if i % len(slots) == s] for s in range(len(slots))]
         list(pool.map(lambda queue: [train_one(item) for item in queue], by_slot))
     log("03_report: building the report")
-    reason = execute(notebooks / REPORT, out_nb / REPORT, parameters)
-    stamp(out_nb / REPORT, sha, settings)
-    if reason:
-        raise RuntimeError(f"03_report failed: {reason} (see {out_nb / REPORT})")
-    from proof import report
-    html = report.render(out_nb / REPORT, files.report(settings.out))
+    html = build_report(settings, sha, notebooks)
     log(f"report: {html}")
-    return html
+    failures = {}
+    for key in settings.families:
+        result = records.read(files.result(settings.out, families_.parse(key).slug), sha)
+        if not isinstance(result, records.FamilyResult):
+            failures[key] = result.reason if result is not None else "no result"
+    return Outcome(html, failures)

@@ -1,9 +1,11 @@
 """The proof on one family: evaluate, train with GRPO + LoRA on the family's reward, evaluate again.
 
-run_family() checks the committed predictions first (one line, before any model loads), resumes
-what a dead run left (the evaluation before training, the last LoRA checkpoint), and writes the
-family's result atomically: metrics, every completion, the reward curve, timings, versions, the
-device and the predictions hash it was checked against.
+run_family() is the whole of notebook 02, and the notebook runs its steps one cell each:
+check() the commitment and the tasks (one line, before any model loads), evaluate_before(),
+train(), evaluate_after(), record(). A dead run resumes from what it left: the evaluation before
+training (work/<family>/before.json) and the last LoRA checkpoint, beside which each save
+records the training seconds and scorer counts so far, so a resumed family's timings and counts
+are those of the whole run, not of its last part.
 """
 from __future__ import annotations
 
@@ -13,11 +15,15 @@ import os
 import random
 import time
 import warnings
+from dataclasses import dataclass, field
 
-from proof import commit, evaluate, files, provenance, stats
+from proof import commit, evaluate, files, provenance, records, stats
+from proof.records import Evaluation, FamilyResult
 from proof.settings import Settings
+from shortlist import engine
 from shortlist import families as families_
-from shortlist import sampling, scoring, trainee
+from shortlist import sampling, scoring
+from shortlist.trainee import Trainee
 
 # TRL's config still sets the alias transformers 5 renamed; the value (False) is what matters
 warnings.filterwarnings("ignore", message=r".*gradient_checkpointing.*deprecated", category=FutureWarning)
@@ -30,13 +36,12 @@ CURVE_KEYS = {"reward": "reward", "reward_std": "reward_std", "frac_reward_zero_
 def grpo_config(settings: Settings, output_dir: str):
     import torch
     from trl import GRPOConfig
+    trainee = settings.profile
     config = GRPOConfig(
         output_dir=output_dir, max_steps=settings.steps, learning_rate=settings.lr, seed=settings.seed,
         per_device_train_batch_size=settings.batch_per_device, gradient_accumulation_steps=settings.grad_accum,
-        num_generations=settings.group, max_completion_length=settings.max_new_tokens,
-        temperature=trainee.TEMPERATURE, top_p=trainee.TOP_P, top_k=trainee.TOP_K, min_p=trainee.MIN_P,
-        repetition_penalty=trainee.REPETITION_PENALTY,
-        chat_template_kwargs={"enable_thinking": trainee.ENABLE_THINKING},
+        num_generations=trainee.group, max_completion_length=trainee.max_new_tokens, **trainee.sampling(),
+        chat_template_kwargs={"enable_thinking": trainee.enable_thinking},
         bf16=False, fp16=False,  # fp32: a T4 has no bf16, and fp16 gives NaN losses with Qwen3
         gradient_checkpointing=False, logging_steps=settings.logging_steps, report_to=[], disable_tqdm=True,
         save_strategy="steps" if settings.checkpoint_every else "no", save_steps=settings.checkpoint_every or 1,
@@ -51,24 +56,11 @@ def grpo_config(settings: Settings, output_dir: str):
     return config
 
 
-def reward_function(scorer: scoring.Scorer, family: families_.Family):
+def reward_function(scorer: scoring.Scorer, family: families_.Family, trainee: Trainee):
     def reward(prompts, completions, seed, **_):
         texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]
         return scorer.score(family, seed, [trainee.clean(t) for t in texts])
     return reward
-
-
-def progress_callback(log):
-    from transformers import TrainerCallback
-
-    class Progress(TrainerCallback):
-        """One short line per logged step: papermill shows it, and no progress bar floods the notebook."""
-        def on_log(self, args, state, control, logs=None, **kwargs):
-            if logs and "reward" in logs:
-                log(f"step {state.global_step}/{state.max_steps}: reward {logs['reward']:.3f} "
-                    f"(std {logs.get('reward_std', 0):.3f}, zero-std groups {logs.get('frac_reward_zero_std', 0):.2f}), "
-                    f"length {logs.get('completions/mean_length', 0):.1f}")
-    return Progress()
 
 
 def fast_trainer(**kwargs):
@@ -87,7 +79,8 @@ def fast_trainer(**kwargs):
             self.engine, self._synced_at = engine, None
 
         def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
-            if self.use_vllm or self.use_transformers_continuous_batching or images or multimodal_fields:
+            if self.use_vllm or self.use_transformers_continuous_batching or images or multimodal_fields \
+                    or engine.gate():  # the engine is off in this process: TRL's own generation
                 return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations,
                                                      has_tool_images)
             if self._synced_at != self.state.global_step:
@@ -103,33 +96,90 @@ def fast_trainer(**kwargs):
     return FastGRPOTrainer(**kwargs)
 
 
-def train(loaded: sampling.Loaded, settings: Settings, family: families_.Family, scorer: scoring.Scorer,
-          checkpoints: str, log=print):
+@dataclass
+class Bookkeeping:
+    """What a family's run has spent so far, across the processes that ran parts of it."""
+    scoring: dict = field(default_factory=dict)  # ScoreCounts fields, summed
+    timings: dict = field(default_factory=dict)
+    engine: dict = field(default_factory=dict)  # phase -> engine.status() of the process that ran it
+    resumed_at_step: int | None = None
+
+
+def _counts(scorer: scoring.Scorer, key: str) -> dict:
+    return vars(scorer.counts.get(key, scoring.ScoreCounts())).copy()
+
+
+def _plus(a: dict, b: dict, sign: int = 1) -> dict:
+    return {k: a.get(k, 0) + sign * b.get(k, 0) for k in a.keys() | b.keys()}
+
+
+PROGRESS = "shortlist.json"  # beside each LoRA checkpoint: training seconds and scorer counts so far
+
+
+def bookkeeping_callback(scorer: scoring.Scorer, key: str, prior: dict, log):
+    """Writes PROGRESS into every checkpoint; times the first step (compilation shows there)."""
+    from transformers import TrainerCallback
+
+    class Bookkeeper(TrainerCallback):
+        def __init__(self):
+            self.started, self.counts_at_start, self.first_step_s = time.perf_counter(), _counts(scorer, key), None
+
+        def train_s(self) -> float:
+            return prior.get("train_s", 0.0) + time.perf_counter() - self.started
+
+        def scoring(self) -> dict:
+            return _plus(prior.get("scoring", {}), _plus(_counts(scorer, key), self.counts_at_start, -1))
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if self.first_step_s is None:
+                self.first_step_s = time.perf_counter() - self.started
+
+        def on_save(self, args, state, control, **kwargs):
+            folder = os.path.join(args.output_dir, f"checkpoint-{state.global_step}")
+            files.write_json(os.path.join(folder, PROGRESS), {"train_s": self.train_s(), "scoring": self.scoring()})
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if logs and "reward" in logs:  # one short line per logged step: papermill shows it, no bar floods
+                log(f"step {state.global_step}/{state.max_steps}: reward {logs['reward']:.3f} "
+                    f"(std {logs.get('reward_std', 0):.3f}, zero-std groups {logs.get('frac_reward_zero_std', 0):.2f}"
+                    f", clipped {logs.get('completions/clipped_ratio', 0):.2f}), "
+                    f"length {logs.get('completions/mean_length', 0):.1f}")
+    return Bookkeeper()
+
+
+def train(loaded: sampling.Loaded, settings: Settings, family: families_.Family, rows: list[dict],
+          scorer: scoring.Scorer, checkpoints: str, books: Bookkeeping, log=print):
     """GRPO + LoRA from the last checkpoint, if any; returns the trained model and the log history."""
-    import torch
     from datasets import Dataset
     from peft import LoraConfig
     from transformers import PrinterCallback
     from transformers.trainer_utils import get_last_checkpoint
     from trl import GRPOTrainer
 
-    rows = family.tasks(settings.seed_ranges()["train"])
+    trainee = settings.profile
+    rows = list(rows)
     random.Random(0).shuffle(rows)
     dataset = Dataset.from_list([{"prompt": trainee.messages(r["question"]), "seed": r["seed"]} for r in rows])
+    resume = get_last_checkpoint(checkpoints) if os.path.isdir(checkpoints) else None
+    prior = files.read_json(os.path.join(resume, PROGRESS)) if resume and os.path.exists(
+        os.path.join(resume, PROGRESS)) else {}
+    keeper = bookkeeping_callback(scorer, family.key, prior, log)
     arguments = dict(
-        model=loaded.model, processing_class=loaded.tokenizer, reward_funcs=[reward_function(scorer, family)],
-        args=grpo_config(settings, checkpoints), train_dataset=dataset, callbacks=[progress_callback(log)],
+        model=loaded.model, processing_class=loaded.tokenizer, reward_funcs=[reward_function(scorer, family, trainee)],
+        args=grpo_config(settings, checkpoints), train_dataset=dataset, callbacks=[keeper],
         peft_config=LoraConfig(r=settings.lora_r, lora_alpha=settings.lora_alpha, target_modules="all-linear",
                                task_type="CAUSAL_LM"))
     if settings.fast:  # the copy is taken before PEFT injects its layers into the model
         trainer = fast_trainer(engine=sampling.InferenceCopy(loaded.model), **arguments)
     else:
         trainer = GRPOTrainer(**arguments)
-    trainer.remove_callback(PrinterCallback)  # Progress logs a short line instead of every metric
-    resume = get_last_checkpoint(checkpoints) if os.path.isdir(checkpoints) else None
+    trainer.remove_callback(PrinterCallback)  # the bookkeeper logs a short line instead of every metric
     if resume:
+        books.resumed_at_step = int(resume.rsplit("-", 1)[-1])
         log(f"resuming from {resume}")
     trainer.train(resume_from_checkpoint=resume)
+    books.timings |= {"train_s": keeper.train_s(), "first_step_s": keeper.first_step_s}
+    books.scoring = _plus(books.scoring, keeper.scoring())
     if settings.fast:
         trainer.engine.sync(trainer.model)  # the copy is the trained model, merged and already compiled
         return trainer.engine.model, trainer.state.log_history
@@ -151,57 +201,145 @@ def curve(log_history: list[dict]) -> list[dict]:
             for h in log_history if "reward" in h]
 
 
-def run_family(settings: Settings, family: str, log=print) -> dict:
+# --- the steps of notebook 02 ---------------------------------------------------------------------
+@dataclass
+class Run:
+    """One family's run in progress: what check() found, and what each step added."""
+    settings: Settings
+    family: families_.Family
+    body: dict  # the committed predictions
+    sha: str
+    tasks: dict  # seed range name -> tasks, built once
+    started_at: str = field(default_factory=provenance.now)
+    books: Bookkeeping = field(default_factory=Bookkeeping)
+    done: FamilyResult | None = None  # a finished result already there
+    loaded: sampling.Loaded | None = None
+    scorer: scoring.Scorer | None = None
+    before: Evaluation | None = None
+    trained: object = None
+    history: list = field(default_factory=list)
+    after: Evaluation | None = None
+
+    @property
+    def work(self):
+        return files.work(self.settings.out, self.family.slug)
+
+    def sampler(self, model=None) -> sampling.Sampler:
+        loaded = self.loaded if model is None else sampling.Loaded(model, self.loaded.tokenizer, self.loaded.source)
+        return sampling.Sampler(loaded, self.settings.profile, self.settings.sample_batch, self.settings.fast)
+
+    def close(self) -> None:
+        if self.scorer is not None:
+            self.scorer.close()
+
+
+def check(settings: Settings, family, log=print) -> Run:
+    """The commitment, the trainee, the settings and the tasks, checked before any model loads."""
     settings.validate()
     family = families_.parse(family)
-    body, sha = commit.verified(settings, family.key)  # refuses before any model loads
-    path = files.result(settings.out, family.slug)
-    old = files.made_against(path, sha)
-    if old and old["status"] == "done":
-        log(f"{family.key}: result already there ({path})")
-        return old
-    work = files.work(settings.out, family.slug)
-    started_at, timings = provenance.now(), {}
-    loaded = sampling.load(settings.model)
-    with scoring.Scorer(deadline_s=settings.score_deadline_s) as scorer:
-        before_path = work / "before.json"
-        stored = files.made_against(before_path, sha)
-        if stored:
-            before = stored["evaluation"]
-        else:
-            started = time.perf_counter()
-            before = evaluate.evaluate(sampling.Sampler(loaded, settings.sample_batch, settings.max_new_tokens,
-                                                        settings.fast),
-                                       scorer, family, settings.seed_ranges()["eval"])
-            timings["eval_before_s"] = time.perf_counter() - started
-            files.write_json(before_path, {"predictions_sha256": sha, "evaluation": before})
-        log(f"{family.key}: before training, accuracy {before['accuracy']:.3f}, mean score {before['mean_score']:.3f}")
-        started = time.perf_counter()
-        trained, history = train(loaded, settings, family, scorer, str(work / "checkpoints"), log)
-        timings["train_s"] = time.perf_counter() - started
-        started = time.perf_counter()
-        after = evaluate.evaluate(sampling.Sampler(sampling.Loaded(trained, loaded.tokenizer, loaded.source),
-                                                   settings.sample_batch, settings.max_new_tokens,
-                                                   settings.fast),
-                                  scorer, family, settings.seed_ranges()["eval"])
-        timings["eval_after_s"] = time.perf_counter() - started
-        score_counts = vars(scorer.counts[family.key])
-    result = outcome(settings, family.key, sha, commit.prediction_for(body, family.key), before, after,
-                     curve(history)) | {"model": loaded.source, "started_at": started_at, "scoring": score_counts,
-                                        "timings": timings | step_times(history, timings["train_s"], settings.steps)}
-    files.write_json(path, result)
-    log(f"{family.key}: predicted {result['prediction']['prediction']}; mean score {before['mean_score']:.3f} -> "
-        f"{after['mean_score']:.3f} (gain {result['gain']['gain']:+.3f}, p={result['gain']['p']:.3f}); "
-        f"held: {result['held']}")
+    body, sha = commit.verified(settings, family.key)
+    run = Run(settings, family, body, sha, {})
+    old = records.read(files.result(settings.out, family.slug), sha)
+    if isinstance(old, FamilyResult):
+        log(f"{family.key}: result already there ({files.result(settings.out, family.slug)})")
+        run.done = old
+        return run
+    run.tasks = {name: family.tasks(seeds) for name, seeds in settings.seed_ranges().items()}
+    commit.tasks_verified(body, settings, family, run.tasks)
+    sampling.check_fits(sampling.model_config(settings.profile.model), settings.profile)
+    return run
+
+
+def evaluate_before(run: Run, log=print) -> Evaluation:
+    """The held-out tasks, greedily, before training: stored, so a resumed run does not redo it."""
+    if run.done:
+        return run.done.before
+    run.loaded = run.loaded or sampling.load(run.settings.profile.model)
+    run.scorer = run.scorer or scoring.Scorer(deadline_s=run.settings.score_deadline_s)
+    path = run.work / "before.json"
+    stored = files.made_against(path, run.sha)
+    try:
+        run.before = Evaluation.from_dict(stored["evaluation"]) if stored else None
+    except records.RecordError:
+        run.before = None
+    if run.before is not None:
+        run.books.timings["eval_before_s"] = stored["seconds"]
+        run.books.scoring = _plus(run.books.scoring, stored["scoring"])
+        run.books.engine["before"] = stored["engine"]
+    else:
+        started, counts = time.perf_counter(), _counts(run.scorer, run.family.key)
+        run.before = evaluate.evaluate(run.sampler(), run.scorer, run.family, run.tasks["eval"])
+        seconds, spent = time.perf_counter() - started, _plus(_counts(run.scorer, run.family.key), counts, -1)
+        run.books.timings["eval_before_s"], run.books.engine["before"] = seconds, engine.status()
+        run.books.scoring = _plus(run.books.scoring, spent)
+        files.write_json(path, {"predictions_sha256": run.sha, "evaluation": run.before.as_dict(), "seconds": seconds,
+                                "scoring": spent, "engine": run.books.engine["before"]})
+    log(f"{run.family.key}: before training, accuracy {run.before.accuracy:.3f}, mean score "
+        f"{run.before.mean_score:.3f}, extracted {run.before.extracted:.2f}, clipped {run.before.clipped_share:.2f}")
+    return run.before
+
+
+def train_family(run: Run, log=print) -> list[dict]:
+    """GRPO + LoRA on the family's own reward; returns the reward curve."""
+    if run.done:
+        return list(run.done.reward_curve)
+    run.trained, run.history = train(run.loaded, run.settings, run.family, run.tasks["train"], run.scorer,
+                                     str(run.work / "checkpoints"), run.books, log)
+    run.books.engine["train"] = engine.status()
+    return curve(run.history)
+
+
+def evaluate_after(run: Run, log=print) -> Evaluation:
+    if run.done:
+        return run.done.after
+    started, counts = time.perf_counter(), _counts(run.scorer, run.family.key)
+    run.after = evaluate.evaluate(run.sampler(run.trained), run.scorer, run.family, run.tasks["eval"])
+    run.books.timings["eval_after_s"] = time.perf_counter() - started
+    run.books.scoring = _plus(run.books.scoring, _plus(_counts(run.scorer, run.family.key), counts, -1))
+    run.books.engine["after"] = engine.status()
+    log(f"{run.family.key}: after training, accuracy {run.after.accuracy:.3f}, mean score {run.after.mean_score:.3f}")
+    return run.after
+
+
+def record(run: Run, log=print) -> FamilyResult:
+    """The family's result, validated and written atomically."""
+    if run.done:
+        return run.done
+    s, books = run.settings, run.books
+    timings = books.timings | step_times(run.history, books.timings["train_s"], s.steps) | {
+        "resumed_at_step": books.resumed_at_step}
+    result = outcome(s, run.family.key, run.sha, commit.prediction_for(run.body, run.family.key), run.before,
+                     run.after, curve(run.history), model=run.loaded.source, engine=books.engine,
+                     scoring=books.scoring, timings=timings, started_at=run.started_at)
+    records.write(files.result(s.out, run.family.slug), result)
+    run.close()
+    run.done = result
+    log(f"{result.family}: predicted {result.prediction['prediction']}; mean score {result.before.mean_score:.3f} -> "
+        f"{result.after.mean_score:.3f} (gain {result.gain['gain']:+.3f}, p={result.gain['p']:.3f}); "
+        f"held: {result.held}")
     return result
 
 
-def outcome(settings: Settings, key: str, sha: str, prediction: dict, before: dict, after: dict,
-            reward_curve: list[dict]) -> dict:
+def run_family(settings: Settings, family, log=print) -> FamilyResult:
+    """Notebook 02's steps in one call."""
+    run = check(settings, family, log)
+    try:
+        evaluate_before(run, log)
+        train_family(run, log)
+        evaluate_after(run, log)
+        return record(run, log)
+    finally:
+        run.close()
+
+
+def outcome(settings: Settings, key: str, sha: str, prediction: dict, before: Evaluation, after: Evaluation,
+            reward_curve: list[dict], **extra) -> FamilyResult:
     """A family's result: the evaluations and the seed's analysis of them (improved, held)."""
-    gain = stats.paired_gain(before["scores"], after["scores"], settings.bootstrap_n)
+    gain = stats.paired_gain(before.scores, after.scores, settings.bootstrap_n)
     improved = stats.improved(gain, settings.alpha)
-    return {"status": "done", "family": key, "slug": families_.parse(key).slug, "predictions_sha256": sha,
-            "settings": settings.protocol(), "prediction": prediction, "before": before, "after": after,
-            "gain": gain, "improved": improved, "held": improved == (prediction["prediction"] == "improves"),
-            "reward_curve": reward_curve, **provenance.stamp()}
+    extra = {"model": {}, "engine": {}, "scoring": {}, "timings": {}, "started_at": provenance.now()} | extra
+    return FamilyResult(family=key, slug=families_.parse(key).slug, predictions_sha256=sha,
+                        trainee=settings.profile.as_dict(), settings=settings.protocol(), prediction=prediction,
+                        before=before, after=after, gain=gain, improved=improved,
+                        held=improved == (prediction["prediction"] == "improves"), reward_curve=reward_curve,
+                        **provenance.stamp(), **extra)

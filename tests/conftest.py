@@ -34,8 +34,8 @@ def smoke_run(tmp_path_factory):
     from proof import runner, settings
     s = settings.make("smoke", out=str(tmp_path_factory.mktemp("smoke") / "run"))
     log: list[str] = []
-    html = runner.run(s, log=log.append)
-    return s, html, log
+    outcome = runner.run(s, log=log.append)
+    return s, outcome.report, log
 
 
 @pytest.fixture
@@ -44,9 +44,10 @@ def synthetic(tmp_path):
 
     make({family: {"prediction": "improves" | "no change", "before": scores, "after": scores}})
     Optional per family: "screen" (fields of its screen), "before_answers"/"after_answers"
-    (None: not extracted); "failed": reason records a failed family. not_run=[...] adds
-    committed families without a result."""
-    from proof import commit, evaluate, files, provenance, runner, settings, train
+    (None: not extracted), "before_flags"/"after_flags" ((clipped, repetitive) for every answer);
+    "failed": reason records a failed family. not_run=[...] adds committed families without a result."""
+    from proof import commit, files, records, runner, settings, train
+    from proof.records import Evaluation
     from shortlist import families, screening, trainee
 
     def make(cases: dict, not_run: tuple = (), **overrides):
@@ -56,24 +57,30 @@ def synthetic(tmp_path):
         for key in s.families:
             case = cases.get(key, {})
             verdict = "improves" if case.get("prediction", "improves") == "improves" else "too hard"
-            screens.append(screening.summarize(key, [[1.0, 0.0] * 4] * 8, 1.0).as_dict() | case.get("screen", {})
-                           | {"verdict": verdict, "prediction": trainee.prediction(verdict)})
-        sha = commit.write(s, screens, {"name": "tiny", "path": "/synthetic", "revision": None}, {})
+            screens.append(screening.summarize(key, [[1.0, 0.0] * 4] * 8, 1.0, s.profile).as_dict()
+                           | case.get("screen", {}) | {"verdict": verdict, "prediction": trainee.prediction(verdict)})
+        tasks = {key: {"predict": "0" * 64, "train": "0" * 64, "eval": "0" * 64} for key in s.families}
+        sha = commit.write(s, screens, {"name": "tiny", "path": "/synthetic", "revision": None}, {},
+                           {"engine": "generate", "why": "synthetic", "checks": []}, tasks)
         body, _ = commit.verified(s)
         seeds = list(s.seed_ranges()["eval"])
         curve = [{"step": i + 1, "reward": 0.3, "reward_std": 0.2, "frac_reward_zero_std": 0.5,
-                  "completion_length": 5.0} for i in range(s.steps)]
+                  "completion_length": 5.0, "clipped_ratio": 0.1} for i in range(s.steps)]
         for key, case in cases.items():
             path = files.result(s.out, families.parse(key).slug)
             if "failed" in case:
-                files.write_json(path, runner.failed(key, sha, case["failed"], "notebooks/x.ipynb"))
+                records.write(path, runner.failed(key, sha, case["failed"], "notebooks/x.ipynb"))
                 continue
             evals = {}
             for part in ("before", "after"):
                 answers = case.get(f"{part}_answers", [str(x) for x in case[part]])
                 completions = ["no tags" if a is None else f"<answer>{a}</answer>" for a in answers]
-                evals[part] = evaluate.summarize(seeds, completions, answers, case[part])
-            result = train.outcome(s, key, sha, commit.prediction_for(body, key), evals["before"], evals["after"], curve)
-            files.write_json(path, result | {"started_at": provenance.now(), "timings": {"train_s": 1.0}})
+                flags = case.get(f"{part}_flags", [(False, False)] * n)
+                evals[part] = Evaluation(seeds, completions, answers, case[part], [c for c, _ in flags],
+                                         [r for _, r in flags])
+            result = train.outcome(s, key, sha, commit.prediction_for(body, key), evals["before"], evals["after"],
+                                   curve, timings={"train_s": 1.0, "eval_before_s": 0.5, "eval_after_s": 0.5},
+                                   engine={"before": {"engine": "static", "why": None, "checks": []}})
+            records.write(path, result)
         return s
     return make

@@ -13,8 +13,8 @@ def test_a_gain_of_partial_credit_alone_is_labelled_and_headlined(synthetic):
                                  "before_answers": ["12 + 7 = 19"] * N, "after_answers": ["19x"] * N}})
     r = report.load(s.out)
     result = r.results["chain_sum"]
-    assert result["improved"] and not result["held"]  # the seed's verdict, unchanged
-    a = result["analysis"]
+    assert result.improved and not result.held  # the seed's verdict, unchanged
+    a = r.analyses["chain_sum"]
     assert a["learning"] == "partial credit only" and not a["accuracy_improved"]
     assert a["judgement"] == "did not hold (partial credit only)"
     assert "0 were real learning (more correct answers) and 1 were partial credit only" in report.headline(r)
@@ -24,20 +24,20 @@ def test_a_gain_of_partial_credit_alone_is_labelled_and_headlined(synthetic):
 
 def test_real_learning_is_labelled_accuracy(synthetic):
     s = synthetic({"chain_sum": {"prediction": "improves", "before": HALF, "after": [1.0] * N}})
-    a = report.load(s.out).results["chain_sum"]["analysis"]
+    a = report.load(s.out).analyses["chain_sum"]
     assert a["learning"] == "accuracy" and a["judgement"] == "held" and a["accuracy_gain"]["gain"] == 0.5
 
 
 def test_an_unchanged_no_change_is_held_equivalent(synthetic):
     s = synthetic({"chain_sum": {"prediction": "no change", "before": HALF, "after": HALF}})
     r = report.load(s.out)
-    assert r.results["chain_sum"]["analysis"]["judgement"] == "held (equivalent)"
+    assert r.analyses["chain_sum"]["judgement"] == "held (equivalent)"
     assert "1 shown to be no change within ±0.05, 0 inconclusive" in report.headline(r)
 
 
 def test_a_noisy_no_change_is_held_inconclusive(synthetic):
     s = synthetic({"chain_sum": {"prediction": "no change", "before": [1.0, 0.0] * 100, "after": [0.0, 1.0] * 100}})
-    a = report.load(s.out).results["chain_sum"]["analysis"]
+    a = report.load(s.out).analyses["chain_sum"]
     assert a["judgement"] == "held (inconclusive)" and a["mde"] > 0.05  # eval_n could not have shown ±0.05
 
 
@@ -45,7 +45,7 @@ def test_the_committed_margin_decides_not_the_current_one(synthetic):
     s = synthetic({"chain_sum": {"prediction": "no change", "before": [1.0, 0.0] * 100, "after": [0.0, 1.0] * 100}},
                   equivalence_margin=0.5)
     assert "±0.5" in commit.verified(s)[0]["analysis"]["equivalence"]
-    assert report.load(s.out).results["chain_sum"]["analysis"]["judgement"] == "held (equivalent)"
+    assert report.load(s.out).analyses["chain_sum"]["judgement"] == "held (equivalent)"
 
 
 def test_holm_adjusts_across_families_in_their_order(synthetic):
@@ -55,7 +55,7 @@ def test_holm_adjusts_across_families_in_their_order(synthetic):
                    "products": {"prediction": "improves", "before": small,  # 20 tasks up, 12 down
                                 "after": [1.0] * 20 + [0.0] * 130 + [0.0] * 12 + [1.0] * 38}})
     r = report.load(s.out)
-    raw = [r.results[k]["gain"]["p"] for k in s.families]
+    raw = [r.results[k].gain["p"] for k in s.families]
     assert raw[0] < raw[2] < raw[1] == 1.0  # ranks: chain_sum, products, leg_counting
     assert r.across["holm"]["score"] == pytest.approx([3 * raw[0], 1.0, max(3 * raw[0], min(1.0, 2 * raw[2]))])
     assert report.outcome_row(r, "leg_counting")["p (Holm)"] == 1.0

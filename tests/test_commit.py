@@ -4,15 +4,17 @@ import pytest
 
 from proof import commit, files, settings as settings_, train
 from proof.commit import CommitError
-from shortlist import screening, trainee
+from shortlist import screening
 
 
 @pytest.fixture
 def committed(tmp_path):
     """Predictions for the smoke families, committed without a model (synthetic screens)."""
     s = settings_.make("smoke", out=str(tmp_path / "run"))
-    screens = [screening.summarize(f, [[1.0, 0.0] * 4] * 8, 1.0).as_dict() for f in s.families]
-    sha = commit.write(s, screens, {"name": "tiny", "path": "/nowhere", "revision": "x"}, {"deadline_s": 1.0})
+    screens = [screening.summarize(f, [[1.0, 0.0] * 4] * 8, 1.0, s.profile).as_dict() for f in s.families]
+    tasks = {f: commit.task_fingerprints(s, f) for f in s.families}
+    sha = commit.write(s, screens, {"name": "tiny", "path": "/nowhere", "revision": "x"}, {"deadline_s": 1.0},
+                       {"engine": "static", "why": None, "checks": []}, tasks)
     return s, sha
 
 
@@ -22,9 +24,11 @@ def test_write_then_verify(committed):
     assert recorded == sha == commit.digest(files.predictions(s.out).read_bytes())
     assert files.predictions_hash(s.out).read_text() == f"{sha}  predictions.json\n"
     assert body["families"] == list(s.families) and body["settings"] == s.protocol()
-    for field in ("written_at", "versions", "device", "model", "trainee", "seed_ranges", "scoring"):
+    for field in ("written_at", "versions", "device", "model", "trainee", "seed_ranges", "scoring", "engine", "tasks"):
         assert field in body
-    assert body["trainee"]["pass_min"] == trainee.PASS_MIN
+    assert body["trainee"] == s.profile.as_dict()  # the trainee actually used, every field, once
+    assert "max_new_tokens" not in body["settings"] and "group" not in body["settings"]
+    assert set(body["tasks"][s.families[0]]) == {"predict", "train", "eval"}
     assert commit.prediction_for(body, s.families[1])["family"] == s.families[1]
 
 
@@ -48,7 +52,9 @@ def test_missing_hash_or_predictions_are_refused(committed, no_model_loads):
 
 @pytest.mark.parametrize("change, fragment", [
     ({"steps": 5}, "steps=5 differs from the committed steps=4"),
-    ({"model": "Qwen/Qwen3-0.6B"}, "model 'Qwen/Qwen3-0.6B' differs"),
+    ({"model": "Qwen/Qwen3-0.6B"}, "trainee model='Qwen/Qwen3-0.6B' differs from the committed model='tiny'"),
+    ({"trainee": "qwen3(max_new_tokens=17)"}, "trainee max_new_tokens=17 differs from the committed max_new_tokens=16"),
+    ({"trainee": "smollm2", "model": "tiny"}, "trainee profile='smollm2' differs"),
     ({"eval_n": 30}, "eval_n=30 differs"),
 ])
 def test_training_under_other_settings_is_refused(committed, no_model_loads, change, fragment):
@@ -63,11 +69,26 @@ def test_a_family_without_a_prediction_is_refused(committed, no_model_loads):
         train.run_family(s, "chain_sum")
 
 
-def test_thresholds_changed_after_committing_are_refused(committed, no_model_loads, monkeypatch):
+def test_a_profile_changed_after_committing_is_refused(committed, no_model_loads, monkeypatch):
+    from shortlist import trainee
     s, _ = committed
-    monkeypatch.setattr(trainee, "PASS_MIN", 0.01)
-    with pytest.raises(CommitError, match="pass_min changed"):
-        commit.verified(s)
+    monkeypatch.setitem(trainee.PROFILES, "qwen3", trainee.QWEN3.replace(pass_min=0.01))  # an edited package
+    with pytest.raises(CommitError, match="trainee pass_min=0.01 differs from the committed pass_min=0.05"):
+        commit.verified(s.replace())  # the same spelling, resolved again
+
+
+def test_tasks_that_differ_from_the_committed_ones_are_refused_before_any_model_loads(committed, no_model_loads,
+                                                                                       monkeypatch):
+    from shortlist.families import Family
+    s, _ = committed
+    real = Family.tasks
+
+    def other(self, seeds):  # as another reasoning-gym, or another hash seed, would build them
+        return [t | {"answer": "?"} if t["seed"] == seeds[0] else t for t in real(self, seeds)]
+    monkeypatch.setattr(Family, "tasks", other)
+    with pytest.raises(CommitError, match=r"the train tasks built here differ from the committed ones") as e:
+        train.run_family(s, s.families[0])
+    assert "\n" not in str(e.value)
 
 
 def test_predict_keeps_committed_predictions_and_never_overwrites_others(committed, no_model_loads):

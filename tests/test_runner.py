@@ -40,7 +40,9 @@ def test_smoke_report_shows_every_table_figure_and_the_hash(smoke_run):
     for key in s.families:
         assert html.count(key) >= 3  # predictions table, outcomes table, figure title or link
     assert re.search(r"<th[^>]*>\s*held\s*</th>", html)
-    assert len(re.findall(r'<img[^>]*src="data:image/png;base64,', html)) == 3  # curves, forest, scatter: inline
+    # curves and forest inline; the scatter and the correlations need 3 families, smoke has 2: a sentence says so
+    assert len(re.findall(r'<img[^>]*src="data:image/png;base64,', html)) == 2
+    assert "Only 2 families finished: ranks need 3 at least" in html
     assert "held (equivalent)" in html  # the smoke's "too hard" family, judged by the equivalence test
     assert "def " not in html and "from proof import" not in html  # code hidden
 
@@ -60,6 +62,7 @@ def test_executed_notebooks_are_small_kept_and_stamped(smoke_run):
         assert path.stat().st_size < 1_000_000
         meta = nbformat.read(path, as_version=4).metadata["shortlist"]
         assert meta["predictions_sha256"] == sha and meta["model"] == "tiny" and "versions" in meta
+        assert meta["trainee"] == s.profile.as_dict()
 
 
 def test_parameters_are_injected(smoke_run):
@@ -93,12 +96,15 @@ def test_a_resumed_run_redoes_only_the_missing_family(smoke_run, tmp_path):
     assert files.read_json(files.result(copy.out, gone))["status"] == "done"
 
 
-def test_a_failing_family_is_recorded_and_the_others_go_on(tmp_path):
+def test_a_failing_family_is_recorded_the_others_go_on_and_the_exit_status_says_so(tmp_path, monkeypatch, capsys):
     from proof import settings as settings_
     s = settings_.make("smoke", out=str(tmp_path / "run"))
-    notebooks = fixture_notebooks(tmp_path, failing="basic_arithmetic")
-    html = runner.run(s, notebooks=notebooks, log=lambda *_: None)
+    monkeypatch.setattr(runner, "NOTEBOOKS", fixture_notebooks(tmp_path, failing="basic_arithmetic"))
+    assert main(["run", "--preset", "smoke", "--out", s.out]) == 1
     failed_key, done_key = s.families[1], s.families[0]
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err == f"error: 1 of 2 families did not finish: {failed_key} (RuntimeError: boom)"
+    html = files.report(s.out)
     failed = files.read_json(files.result(s.out, families.parse(failed_key).slug))
     assert failed["status"] == "failed" and failed["reason"] == "RuntimeError: boom"
     assert files.read_json(files.result(s.out, families.parse(done_key).slug))["status"] == "done"
@@ -122,7 +128,10 @@ def test_visible_gpus_follow_cuda_visible_devices(monkeypatch, value, expected):
 
 @pytest.mark.parametrize("argv, fragment", [
     (["run", "--set", "steps=three"], "steps"),
-    (["run", "--preset", "smoke", "--set", "group=1"], "group=1"),
+    (["run", "--preset", "smoke", "--trainee", "qwen3(group=1)"], "group=1"),
+    (["run", "--preset", "smoke", "--set", "seed=-1"], "seed=-1"),
+    (["run", "--preset", "smoke", "--set", "lr=1e309"], "lr=inf"),
+    (["run", "--preset", "smoke", "--trainee", "qwen4"], "did you mean qwen3"),
     (["run", "--preset", "smoke", "--families", "chan_sum"], "did you mean chain_sum"),
     (["run", "--preset", "smoke", "--set", "steps=200"], "overlap"),
 ])
@@ -130,3 +139,73 @@ def test_cli_refuses_bad_settings_in_one_line(no_model_loads, capsys, argv, frag
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and fragment in err and "\n" not in err
+
+
+def test_a_batch_killed_mid_training_resumes_to_the_uninterrupted_result(smoke_run, tmp_path):
+    """SIGKILL to the batch's process group after a mid-training checkpoint, then a rerun: the family's
+    metrics, counts and timings are those of an uninterrupted run (the smoke run's own)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from proof import records, settings as settings_, train
+    s, _, _ = smoke_run
+    key = s.families[0]
+    slug = families.parse(key).slug
+    done = records.read(files.result(s.out, slug))
+    copy = settings_.make("smoke", out=str(tmp_path / "run"))
+    for name in ("predictions.json", "predictions.sha256"):  # the same commitment, nothing trained yet
+        (tmp_path / "run").mkdir(exist_ok=True)
+        shutil.copy(Path(s.out) / name, Path(copy.out) / name)
+    # 02 made to stop for a minute after saving checkpoint 2 of 4: the kill lands there, mid-training
+    notebooks = tmp_path / "notebooks"
+    shutil.copytree(REAL, notebooks)
+    nb = nbformat.read(notebooks / runner.TRAIN, as_version=4)
+    at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", [])) + 1
+    nb.cells.insert(at, nbformat.v4.new_code_cell(
+        "import os, time\nfrom proof import train as _train\n_make = _train.bookkeeping_callback\n"
+        "def _pausing(*a, **k):\n    keeper = _make(*a, **k)\n    save = keeper.on_save\n"
+        "    def on_save(args, state, control, **kw):\n        save(args, state, control, **kw)\n"
+        "        if state.global_step == 2:\n"
+        f"            open({str(tmp_path / 'kernel.pid')!r}, 'w').write(str(os.getpid()))\n"
+        "            time.sleep(120)\n    keeper.on_save = on_save\n    return keeper\n"
+        "_train.bookkeeping_callback = _pausing"))
+    nbformat.write(nb, notebooks / runner.TRAIN)
+    script = ("import sys; from pathlib import Path; from proof import runner, settings\n"
+              f"runner.run(settings.make('smoke', families=[{key!r}], out={copy.out!r}), notebooks=Path({str(notebooks)!r}))")
+    batch = subprocess.Popen([sys.executable, "-c", script], start_new_session=True, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    progress = files.work(copy.out, slug) / "checkpoints" / "checkpoint-2" / train.PROGRESS
+    deadline = time.time() + 240
+    while not (tmp_path / "kernel.pid").exists() and time.time() < deadline and batch.poll() is None:
+        time.sleep(0.2)
+    assert progress.exists(), "the batch never reached its mid-training checkpoint"
+    os.killpg(batch.pid, signal.SIGKILL)
+    batch.wait()
+    kernel = int((tmp_path / "kernel.pid").read_text())
+    for _ in range(50):  # the kernel watches its parent and exits once the batch is gone
+        try:
+            os.kill(kernel, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.2)
+    else:
+        os.kill(kernel, signal.SIGKILL)
+        raise AssertionError("the family's kernel outlived the killed batch")
+    assert records.read(files.result(copy.out, slug)) is None  # killed before the family ended
+    paused_train_s = files.read_json(progress)["train_s"]
+
+    runner.run(copy.replace(families=(key,)), log=lambda *_: None)
+    again = records.read(files.result(copy.out, slug))
+    assert isinstance(again, records.FamilyResult) and again.timings["resumed_at_step"] == 2
+    def no_clock(curve):
+        return [{k: v for k, v in row.items() if k != "step_time"} for row in curve]
+    assert (again.before, again.after, again.gain, no_clock(again.reward_curve)) == \
+        (done.before, done.after, done.gain, no_clock(done.reward_curve))
+    assert {k: v for k, v in again.scoring.items() if k != "seconds"} == \
+        {k: v for k, v in done.scoring.items() if k != "seconds"}
+    saved = files.read_json(progress.parent.parent / "checkpoint-4" / train.PROGRESS)
+    assert again.timings["train_s"] >= saved["train_s"] > paused_train_s > 0
+    assert again.timings["eval_before_s"] > 0 and again.timings["seconds_per_step"] == again.timings["train_s"] / s.steps
