@@ -16,11 +16,12 @@ import json
 from proof import analysis, files, provenance
 from proof.settings import Settings
 from shortlist import families as families_
+from shortlist.errors import OneLine
 
 SCHEMA = 2
 
 
-class CommitError(RuntimeError):
+class CommitError(OneLine, RuntimeError):
     """Predictions that training must not use; the message is one line."""
 
 
@@ -119,10 +120,10 @@ def predict(settings: Settings, log=print) -> tuple[dict, str]:
         log(f"kept the predictions committed at {body['written_at']} (sha256 {sha})")
         return body, sha
 
-    from shortlist import engine, sampling, screening, scoring
+    from shortlist import engine, models, sampling, screening, scoring
     files.check_writable(settings.out)
     trainee = settings.profile
-    sampling.check_fits(sampling.model_config(trainee.model), trainee)
+    models.check_fits(models.model_config(trainee.model), trainee)
     tasks = {key: task_fingerprints(settings, key) for key in settings.families}
     loaded = sampling.load(trainee.model)
     sampler = sampling.Sampler(loaded, trainee, settings.sample_batch, settings.fast)

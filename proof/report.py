@@ -83,7 +83,7 @@ def banner(report: Report) -> str | None:
                      "the pipeline and say nothing about any real model.")
     if small:
         parts.append("Its settings are far below the protocol's: " + ", ".join(small) + ".")
-    return ("⚠ **This is a smoke run, not a finding.** " + " ".join(parts)) if parts else None
+    return ("**This is a smoke run, not a finding.** " + " ".join(parts)) if parts else None
 
 
 def warnings(report: Report) -> list[str]:
@@ -139,10 +139,20 @@ def headline(report: Report) -> str:
     return text + (f" ({extra}.)" if extra else "")
 
 
-def top(report: Report) -> str:
-    """What goes above everything: the banner, the warnings, the headline."""
-    lines = [b for b in [banner(report)] if b] + [f"⚠ {w}" for w in warnings(report)] + [headline(report)]
-    return "\n\n".join(lines)
+def top(report: Report):
+    """What goes above everything, as HTML: the banner and the warnings in boxes, then the headline."""
+    import html
+    import re
+
+    from IPython.display import HTML
+
+    def markup(text: str) -> str:
+        return re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", html.escape(text, quote=False))
+    box = ('<div class="shortlist-{kind}" style="background:{bg};border-left:6px solid {edge};padding:0.6rem 1rem;'
+           'margin:0.6rem 0">{text}</div>')
+    parts = [box.format(kind="banner", bg="#fff3cd", edge="#e0a800", text=markup(b)) for b in [banner(report)] if b]
+    parts += [box.format(kind="warning", bg="#f8d7da", edge="#b02a37", text="⚠ " + markup(w)) for w in warnings(report)]
+    return HTML("".join(parts) + f'<p class="shortlist-headline">{markup(headline(report))}</p>')
 
 
 def caption(report: Report, section: str) -> str:
@@ -180,8 +190,11 @@ def caption(report: Report, section: str) -> str:
 
 # --- tables -------------------------------------------------------------------------------------
 def _table(rows: list[dict], formats: dict):
+    """A table for the notebook and the HTML report. Its text is escaped: completions and prompts are
+    model output and user input, and "<answer>" must show, not vanish into (or act as) markup."""
     frame = pd.DataFrame(rows)
-    return frame.style.format({k: v for k, v in formats.items() if k in frame}, na_rep="–").hide(axis="index")
+    return (frame.style.format(na_rep="–", escape="html")
+            .format({k: v for k, v in formats.items() if k in frame}, na_rep="–", escape="html").hide(axis="index"))
 
 
 def predictions_table(body: dict):
@@ -335,12 +348,14 @@ def correlations_table(report: Report):
     return _table(rows, {})
 
 
-def correlations_text(report: Report) -> str | None:
+def correlations_section(report: Report) -> list:
+    """The caption, the table and the scatter; below MIN_FAMILIES_FOR_RANKS finished families, a sentence."""
+    from IPython.display import Markdown
     n = len(report.done())
-    if n >= figures.MIN_FAMILIES_FOR_RANKS:
-        return None
-    return (f"Only {n} {'family' if n == 1 else 'families'} finished: ranks need {figures.MIN_FAMILIES_FOR_RANKS} at "
-            f"least, so no correlation or scatter is shown.")
+    if n < figures.MIN_FAMILIES_FOR_RANKS:
+        return [Markdown(f"Only {n} {'family' if n == 1 else 'families'} finished: ranks need "
+                         f"{figures.MIN_FAMILIES_FOR_RANKS} at least, so no correlation or scatter is shown.")]
+    return [Markdown(caption(report, "correlations")), correlations_table(report), figures.show(scatter_figure(report))]
 
 
 def scoring_table(report: Report):
@@ -360,7 +375,7 @@ def scoring_table(report: Report):
 
 def plan_table(report: Report):
     """The analysis as declared in predictions.json before training."""
-    return pd.DataFrame(list(report.body["analysis"].items()), columns=["", "declared"]).style.hide(axis="index")
+    return _table([{"": k, "declared": v} for k, v in report.body["analysis"].items()], {})
 
 
 def family_summary(result: FamilyResult):
@@ -397,7 +412,7 @@ def provenance_table(report: Report):
             ("GPU", ", ".join(gpus) or "none (CPU)"),
             ("versions", ", ".join(f"{k} {v}" for k, v in b["versions"].items() if v)),
             ("scorer sandbox", ", ".join(f"{k}: {v}" for k, v in b["scoring"].get("confinement", {}).items()))]
-    return pd.DataFrame(rows, columns=["", "value"]).style.hide(axis="index")
+    return _table([{"": k, "value": v} for k, v in rows], {})
 
 
 def notebook_links(report: Report) -> str:
@@ -444,6 +459,7 @@ def render(executed: Path, dest: Path) -> Path:
     import nbformat
     from nbconvert import HTMLExporter
     nb = nbformat.read(executed, as_version=4)
+    nb.cells = [c for c in nb.cells if "kaggle" not in c.metadata.get("tags", [])]  # for the notebook's reader only
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs = [o for o in cell.outputs if not (o.get("output_type") == "stream" and o.get("name") == "stderr")]

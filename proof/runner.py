@@ -9,6 +9,7 @@ others go on.
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -19,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
-import yaml
 
 from proof import commit, files, provenance, records
 from proof.settings import Settings
@@ -65,19 +65,18 @@ def visible_gpus() -> list[str]:
 def execute(notebook: Path, dest: Path, parameters: dict, gpu: str | None = None) -> str | None:
     """Run one notebook with papermill in its own process; returns None, or why it failed (one line).
 
-    papermill prints each cell as it starts and what the cell prints (--log-output). It writes
-    the notebook as it goes, to a partial name renamed into place at the end, so dest is always
-    a whole executed notebook, failed or not."""
+    papermill prints each cell as it starts and what the cell prints. It writes the notebook as it
+    goes, to a partial name renamed into place at the end, so dest is always a whole executed
+    notebook, failed or not."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     partial = dest.with_name(dest.stem + ".partial.ipynb")
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = gpu
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-        yaml.safe_dump(parameters, f)  # not JSON: YAML would read JSON's 5e-05 as a string
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(parameters, f)
     try:
-        done = subprocess.run([sys.executable, "-m", "papermill", str(notebook), str(partial), "-f", f.name,
-                               "-k", "python3", "--log-output", "--no-progress-bar"], env=env)
+        done = subprocess.run([sys.executable, "-m", "proof.runner", str(notebook), str(partial), f.name], env=env)
     finally:
         os.unlink(f.name)
     if not partial.exists():
@@ -87,6 +86,17 @@ def execute(notebook: Path, dest: Path, parameters: dict, gpu: str | None = None
     files.write_text(dest, nbformat.writes(nb))
     partial.unlink()
     return reason
+
+
+def papermill(notebook: str, dest: str, parameters: str) -> None:
+    """One notebook through papermill's own API, in a process of its own (`python -m proof.runner`).
+    The kernel talks over IPC, not TCP (ipykernel warns that TCP is unencrypted), and runs in the
+    notebook's folder, as Run All by hand does."""
+    import papermill as pm
+    from traitlets.config import Config
+    pm.execute_notebook(notebook, dest, parameters=json.loads(Path(parameters).read_text()), kernel_name="python3",
+                        log_output=True, progress_bar=False, cwd=str(Path(notebook).parent),
+                        config=Config({"KernelManager": {"transport": "ipc"}}))
 
 
 def failure(nb) -> str | None:
@@ -137,8 +147,8 @@ def run(settings: Settings, notebooks: Path | None = None, log=print) -> Outcome
         _, sha = commit.verified(settings)
         log(f"01_predict: kept, predictions verify (sha256 {sha[:12]}…)")
     except commit.NotCommitted:
-        from shortlist import sampling  # the model is needed: one line now if it cannot be had
-        sampling.check_fits(sampling.model_config(settings.profile.model), settings.profile)
+        from shortlist import models  # the model is needed: one line now if it cannot be had
+        models.check_fits(models.model_config(settings.profile.model), settings.profile)
         log("01_predict: screening every family and committing the predictions")
         reason = execute(notebooks / PREDICT, out_nb / PREDICT, parameters)
         if reason:
@@ -178,3 +188,7 @@ def run(settings: Settings, notebooks: Path | None = None, log=print) -> Outcome
         if not isinstance(result, records.FamilyResult):
             failures[key] = result.reason if result is not None else "no result"
     return Outcome(html, failures)
+
+
+if __name__ == "__main__":
+    papermill(*sys.argv[1:4])

@@ -14,11 +14,12 @@ from dataclasses import dataclass, field, fields
 import math
 
 from shortlist import families as families_
-from shortlist import sampling, scoring, screening
+from shortlist import defaults
 from shortlist import trainee as trainee_
+from shortlist.errors import OneLine
 
 
-class SettingsError(ValueError):
+class SettingsError(OneLine, ValueError):
     """A bad setting; the message is one line."""
 
 
@@ -30,7 +31,7 @@ class Settings:
     out: str = "results"  # every file a run writes goes under this folder
     # GRPO + LoRA (the seed's hyper-parameters)
     steps: int = 100
-    prompts_per_step: int = 4  # x the trainee's group = completions per step
+    prompts_per_step: int = 4  # times the trainee group: the completions of a step
     batch_per_device: int = 4  # completions per forward/backward; gradient accumulation covers the rest
     lr: float = 5e-5
     lora_r: int = 16
@@ -39,12 +40,12 @@ class Settings:
     logging_steps: int = 5
     checkpoint_every: int = 25  # steps between LoRA checkpoints a rerun resumes from; 0: none
     # Sampling and scoring (how the trainee samples is the trainee's)
-    sample_batch: int = sampling.SAMPLE_BATCH  # sequences per generate() call; 0: as many as fit (speed only)
+    sample_batch: int = defaults.SAMPLE_BATCH  # sequences per generate() call; 0: as many as fit (speed only)
     fast: bool = True  # static-cache generation in CUDA graphs, compiled training (GPU): speed only, same math
-    score_deadline_s: float = scoring.DEADLINE_S
+    score_deadline_s: float = defaults.SCORE_DEADLINE_S
     # Seed ranges: predict, train and evaluate on disjoint tasks
-    predict_tasks: int = screening.TASKS
-    predict_seed: int = screening.PREDICT_SEED
+    predict_tasks: int = defaults.SCREEN_TASKS
+    predict_seed: int = defaults.PREDICT_SEED
     train_seed: int = 0
     eval_n: int = 200
     eval_seed: int = 100_000

@@ -22,7 +22,7 @@ from proof.records import Evaluation, FamilyResult
 from proof.settings import Settings
 from shortlist import engine
 from shortlist import families as families_
-from shortlist import sampling, scoring
+from shortlist import models, sampling, scoring
 from shortlist.trainee import Trainee
 
 # TRL's config still sets the alias transformers 5 renamed; the value (False) is what matters
@@ -246,7 +246,7 @@ def check(settings: Settings, family, log=print) -> Run:
         return run
     run.tasks = {name: family.tasks(seeds) for name, seeds in settings.seed_ranges().items()}
     commit.tasks_verified(body, settings, family, run.tasks)
-    sampling.check_fits(sampling.model_config(settings.profile.model), settings.profile)
+    models.check_fits(models.model_config(settings.profile.model), settings.profile)
     return run
 
 

@@ -10,10 +10,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from shortlist import families, output, sampling, screening, scoring, trainee
+from shortlist import defaults, families, models, output, trainee
 from shortlist.families import FamilyError
 from shortlist.output import OutputError
-from shortlist.sampling import ModelError
+from shortlist.models import ModelError
 from shortlist.trainee import TraineeError
 
 
@@ -25,9 +25,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="a profile (qwen3, smollm2), 'profile(field=value, ...)', or a .json file")
     sc.add_argument("--model", help="a hub name, a local folder, or 'tiny' (offline); default: the trainee's own")
     sc.add_argument("--families", default=",".join(families.DEFAULT))
-    sc.add_argument("--tasks", type=int, default=screening.TASKS, help="tasks per family")
-    sc.add_argument("--first-seed", type=int, default=screening.PREDICT_SEED)
-    sc.add_argument("--batch", type=int, default=sampling.SAMPLE_BATCH,
+    sc.add_argument("--tasks", type=int, default=defaults.SCREEN_TASKS, help="tasks per family")
+    sc.add_argument("--first-seed", type=int, default=defaults.PREDICT_SEED)
+    sc.add_argument("--batch", type=int, default=defaults.SAMPLE_BATCH,
                     help="sequences per generate() call; 0: as many as fit in GPU memory")
     sc.add_argument("--json", help="also write the screens to this file")
     sub.add_parser("families", help="list the families that build with their default config")
@@ -44,11 +44,12 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError("--tasks must be at least 1, --batch and --first-seed at least 0")
         if args.json:
             _writable(Path(args.json))
-        sampling.check_fits(sampling.model_config(who.model), who)
+        models.check_fits(models.model_config(who.model), who)
     except (FamilyError, TraineeError, ModelError, OutputError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
+    from shortlist import sampling, scoring, screening  # torch and the scorers: only once the input is sound
     loaded = sampling.load(who.model)
     sampler = sampling.Sampler(loaded, who, batch_size=args.batch)
     with scoring.Scorer() as scorer:

@@ -17,13 +17,14 @@ import reasoning_gym
 from reasoning_gym.factory import DATASETS
 
 from shortlist import spec
+from shortlist.errors import OneLine
 
 
 # The seed's six families, at Reasoning Gym's default difficulty
 DEFAULT = ("basic_arithmetic", "propositional_logic", "word_sorting", "leg_counting", "letter_counting", "chain_sum")
 
 
-class FamilyError(ValueError):
+class FamilyError(OneLine, ValueError):
     """A family string that cannot name a Reasoning Gym task family; the message is one line."""
 
 

@@ -7,12 +7,14 @@ import os
 import tempfile
 from pathlib import Path
 
+from shortlist.errors import OneLine
+
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 
 
-class OutputError(RuntimeError):
+class OutputError(OneLine, RuntimeError):
     """An output folder that cannot be written; the message is one line."""
 
 

@@ -5,13 +5,14 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
+from shortlist import defaults
 from shortlist import families as families_
 from shortlist.sampling import Sampler
 from shortlist.scoring import ScoreCounts, Scorer
 from shortlist.trainee import Trainee, prediction
 
-PREDICT_SEED = 500  # screening tasks are seeds PREDICT_SEED .. PREDICT_SEED + tasks - 1
-TASKS = 24
+PREDICT_SEED = defaults.PREDICT_SEED
+TASKS = defaults.SCREEN_TASKS
 
 
 @dataclass

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import ast
 
+from shortlist.errors import OneLine
 
-class SpecError(ValueError):
+
+class SpecError(OneLine, ValueError):
     """A spec that cannot be read; the message is one line."""
 
 

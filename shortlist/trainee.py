@@ -41,11 +41,12 @@ from pathlib import Path
 from reasoning_gym.utils import SYSTEM_PROMPTS, extract_answer
 
 from shortlist import spec
+from shortlist.errors import OneLine
 
 VERDICTS = ("improves", "too hard", "already solved", "no signal")
 
 
-class TraineeError(ValueError):
+class TraineeError(OneLine, ValueError):
     """A trainee that cannot be used; the message is one line."""
 
 

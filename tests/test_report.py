@@ -85,3 +85,56 @@ def test_report_renders_in_headless_chromium(smoke_run, tmp_path):
     assert image.shape[:2] == (2000, 1280)
     ink = (image[..., :3].mean(axis=2) < 0.5).mean(axis=1)  # share of dark pixels per row
     assert (ink > 0.001).sum() > 400  # text, tables and figures down the page, not a blank or error page
+    # the smoke banner, amber (#fff3cd), sits above the headline within the first screen
+    amber = (abs(image[..., 0] - 1.0) < 0.02) & (abs(image[..., 1] - 243 / 255) < 0.02) & \
+        (abs(image[..., 2] - 205 / 255) < 0.02)
+    rows = amber.sum(axis=1) > 600  # rows where most of the page width is banner
+    assert rows[:700].sum() > 30 and not rows[700:].any()
+
+
+def test_the_top_says_what_could_make_the_numbers_wrong(synthetic):
+    degenerate = [(True, True)] * 150 + [(False, False)] * 50
+    s = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP, "after_flags": degenerate,
+                                 "screen": {"clipped": 0.9}}})
+    r = report.load(s.out)
+    html = report.top(r).data
+    assert html.index("shortlist-banner") < html.index("shortlist-warning") < html.index("The rule held")
+    assert "smoke run, not a finding" in html and "tiny" in html
+    assert "chain_sum: 90% of the screening samples were cut at max_new_tokens" in html
+    assert "chain_sum: 75% of the greedy answers after training were dominated by one repeated token" in html
+    assert "cut at max_new_tokens" in html
+    full = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP}}, model="/m",
+                     steps=100, predict_tasks=24, checkpoint_every=25)
+    assert report.banner(report.load(full.out)) is None  # a real model at the protocol's size: no banner
+
+
+def test_an_engine_that_stepped_aside_is_named_above_the_headline(synthetic):
+    s = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP}})
+    path = files.result(s.out, "chain_sum")
+    record = files.read_json(path)
+    record["engine"]["train"] = {"engine": "generate", "why": "the fast engine's greedy tokens differed from "
+                                 "generate()'s in 3 of 32 rows", "checks": [{"rows": 32, "identical_rows": 29,
+                                                                           "tokens": 24, "seconds": 1.0}]}
+    files.write_json(path, record)
+    warnings = report.warnings(report.load(s.out))
+    assert warnings == ["The fast decode engine disagreed with generate() in chain_sum (train) and stepped aside: "
+                        "the fast engine's greedy tokens differed from generate()'s in 3 of 32 rows."]
+
+
+def test_a_corrupt_result_is_shown_as_corrupt(synthetic):
+    s = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP}})
+    path = files.result(s.out, "chain_sum")
+    record = files.read_json(path)
+    record["held"] = not record["held"]
+    files.write_json(path, record)
+    r = report.load(s.out)
+    assert report.status(r, "chain_sum") == "corrupt result: RecordError: held disagrees with the prediction"
+    assert r.done() == [] and "1 corrupt result" in report.headline(r)
+    assert any("its result file is corrupt" in w for w in report.warnings(r))
+
+
+def test_model_text_is_escaped_in_every_table(synthetic):
+    s = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP,
+                                 "after_answers": ["<script>alert(1)</script>"] * 200}})
+    html = report.examples_table(report.load(s.out)).to_html()
+    assert "<script>" not in html and "&lt;answer&gt;&lt;script&gt;" in html

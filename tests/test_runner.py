@@ -209,3 +209,31 @@ def test_a_batch_killed_mid_training_resumes_to_the_uninterrupted_result(smoke_r
     saved = files.read_json(progress.parent.parent / "checkpoint-4" / train.PROGRESS)
     assert again.timings["train_s"] >= saved["train_s"] > paused_train_s > 0
     assert again.timings["eval_before_s"] > 0 and again.timings["seconds_per_step"] == again.timings["train_s"] / s.steps
+
+
+@pytest.mark.parametrize("out, fragment", [("a_file", "is a file; give a folder"), ("/proc/x", "cannot write into /proc/x")])
+def test_an_output_folder_that_cannot_be_written_is_one_line_before_any_work(no_model_loads, capsys, tmp_path, out,
+                                                                              fragment):
+    (tmp_path / "a_file").write_text("")
+    target = str(tmp_path / out) if out == "a_file" else out
+    assert main(["run", "--preset", "smoke", "--out", target]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and fragment in err and "\n" not in err
+
+
+def test_a_missing_model_is_one_line_before_any_work(no_model_loads, capsys, tmp_path):
+    assert main(["run", "--preset", "smoke", "--model", "/no/such/model", "--out", str(tmp_path / "run")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == ("error: model folder /no/such/model does not exist: give a folder holding config.json and "
+                   "weights, a hub name, or model='tiny' (offline)")
+    assert not (tmp_path / "run" / "predictions.json").exists()
+
+
+def test_papermill_refuses_a_bad_parameter_in_one_line_in_the_first_cell(tmp_path):
+    dest = tmp_path / "01.ipynb"
+    reason = runner.execute(REAL / runner.PREDICT, dest, {"model": "tiny", "seed": -1, "out": str(tmp_path / "run")})
+    assert reason == "SettingsError: seed=-1: must lie in 0..4294967295"
+    nb = nbformat.read(dest, as_version=4)
+    errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert len(errors) == 1 and errors[0]["traceback"] == [reason]  # the line, not a screen of traceback
+    assert not (tmp_path / "run").exists()

@@ -1,0 +1,6 @@
+"""Defaults that the settings, the CLI and the modules that use them share. Kept apart from those
+modules so that reading settings or a report never imports torch."""
+SAMPLE_BATCH = 0  # sequences per generate() call; 0: as many as fit (sampling.auto_batch)
+SCORE_DEADLINE_S = 1.0  # a scorer call that takes longer scores 0.0 and costs its process
+SCREEN_TASKS = 24  # tasks per family in screening
+PREDICT_SEED = 500  # screening tasks are seeds PREDICT_SEED .. PREDICT_SEED + tasks - 1

@@ -1,0 +1,13 @@
+"""Refusals whose message is the whole story.
+
+Every check that refuses bad input (an unknown family, a missing model, predictions that do not
+verify...) raises a subclass of OneLine with one line that says what is wrong and what to do. The
+command lines print it as `error: <line>`; IPython, and so Jupyter and papermill, shows
+_render_traceback_() in place of a traceback, so Run All by hand shows the same line.
+"""
+from __future__ import annotations
+
+
+class OneLine(Exception):
+    def _render_traceback_(self) -> list[str]:
+        return [f"{type(self).__name__}: {self}"]

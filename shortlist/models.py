@@ -1,0 +1,87 @@
+"""Where the trainee's model comes from, checked before anything loads or is written.
+
+Every foreseeable failure of a load is one line that says what to do instead: a folder that is
+not there or holds no config.json, a hub that cannot be reached, a completion budget the model
+cannot hold. Only the config is read here, never the weights, and torch is not imported, so the
+check costs a second where the load would cost a minute.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from shortlist import tiny
+from shortlist.errors import OneLine
+
+
+class ModelError(OneLine, RuntimeError):
+    """A model that cannot be loaded; the message is one line and says what to do instead."""
+
+
+def _is_path(name: str) -> bool:
+    return name.startswith(("/", "./", "../", "~")) or Path(name).expanduser().exists() or name.count("/") > 1
+
+
+def model_config(name: str):
+    """The model's config, read without its weights: every foreseeable failure of a load, as one
+    line, before anything is written (a folder that is not there, a hub that cannot be reached)."""
+    if name == tiny.NAME:
+        name = str(tiny.ensure())
+    elif _is_path(name):
+        folder = Path(name).expanduser()
+        if not folder.is_dir():
+            raise ModelError(f"model folder {name} does not exist: give a folder holding config.json and weights, "
+                             f"a hub name, or model='tiny' (offline)")
+        if not (folder / "config.json").is_file():
+            raise ModelError(f"model folder {name} holds no config.json: is it a Hugging Face model folder?")
+    elif not _hub_reachable() and not _cached(name):  # not a minute of retries to learn what one try tells
+        raise ModelError(f"cannot reach the model hub for {name!r} and it is not in the local cache: turn the "
+                         f"Internet on (Kaggle: Settings > Internet), give a local folder, or use model='tiny' (offline)")
+    import transformers
+    from huggingface_hub.utils import logging as hf_logging
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # the hub logs each failed request: the one line below says it all
+    try:
+        return transformers.AutoConfig.from_pretrained(name)
+    except Exception as e:  # noqa: BLE001  the hub's errors are many and long; what to do is the same
+        first = str(e).strip().splitlines()[0][:160] if str(e).strip() else type(e).__name__
+        raise ModelError(f"cannot load {name!r} from the model hub ({first}). Turn the Internet on (Kaggle: "
+                         f"Settings > Internet), give a local folder, or use model='tiny' (offline)") from None
+    finally:
+        hf_logging.set_verbosity(verbosity)
+
+
+def _hub_reachable(timeout: float = 3.0) -> bool:
+    import os
+    import socket
+    from urllib.parse import urlparse
+    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes"):
+        return False
+    url = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    try:
+        socket.create_connection((url.hostname, url.port or 443), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+def _cached(name: str) -> bool:
+    from huggingface_hub import try_to_load_from_cache
+    try:
+        return isinstance(try_to_load_from_cache(name, "config.json"), str)
+    except Exception:  # noqa: BLE001  a name the hub would refuse is not cached either
+        return False
+
+
+def positions(config) -> int | None:
+    """How many tokens the model can hold (prompt and completion together), if its config says."""
+    return getattr(config.get_text_config(), "max_position_embeddings", None)
+
+
+def check_fits(config, trainee) -> None:
+    """Refuse, in one line, a completion budget the model cannot hold whatever the prompt."""
+    limit = positions(config)
+    if limit is not None and trainee.max_new_tokens >= limit:
+        raise ModelError(f"the trainee's max_new_tokens={trainee.max_new_tokens} leaves no room for a prompt in the "
+                         f"{limit} positions {trainee.model} holds")
+
+
