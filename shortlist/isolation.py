@@ -113,7 +113,14 @@ def drop_privileges(real_root: bool) -> str:
             pass
     header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
     _libc.syscall(_SYS_CAPSET, header, (ctypes.c_uint32 * 6)())  # inside a user namespace: drop them here
-    return f"{os.getuid()}:{os.getgid()}"
+    return f"{_outside('uid_map', os.getuid())}:{_outside('gid_map', os.getgid())}"
+
+
+def _outside(table: str, inside: int) -> int:
+    """The machine's id for an id of this process's user namespace (a user's own uid, not 0)."""
+    with open(f"/proc/self/{table}") as f:
+        first, outside, _ = map(int, f.readline().split())
+    return outside + inside - first
 
 
 def real_root() -> bool:

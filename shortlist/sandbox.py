@@ -69,7 +69,10 @@ class _Child:
 
 def zygote(conn, name: str | None, config: dict, scratch: str, limits: Limits) -> None:
     """Serve one family until the connection closes. name None: report the confinement, exit."""
-    Zygote(conn, name, config, scratch, limits).serve()
+    try:
+        Zygote(conn, name, config, scratch, limits).serve()
+    except Exception as e:  # noqa: BLE001  a bug here, not an answer's doing: the Scorer raises it
+        conn.send_bytes(json.dumps({"fatal": f"{type(e).__name__}: {e}"}).encode())
 
 
 class Zygote:

@@ -164,7 +164,8 @@ class Scorer:
         if not isinstance(results, list) or len(results) != len(jobs):  # the zygote died: a bug, not an answer
             zygote.kill()
             del self._zygotes[family.key]
-            raise RuntimeError(f"the scoring zygote for {family.key} died")
+            why = (built if isinstance(built, dict) else results if isinstance(results, dict) else {}).get("fatal")
+            raise RuntimeError(f"the scoring zygote for {family.key} died" + (f": {why}" if why else ""))
         for index, kind, value, refused in results:
             counts.refused += refused
             if kind == "score":
