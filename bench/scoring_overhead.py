@@ -3,11 +3,15 @@
     python bench/scoring_overhead.py            # prints a table; commit it under bench/results/
 
 In-process is reasoning-gym's own call with each task built once (the best the seed could do);
-ours is the one scoring path of screening, evaluation and the GRPO reward (worker processes,
-sandbox, deadline). Answers are the tasks' own right answers and plausible wrong ones.
+ours is the one scoring path of screening, evaluation and the GRPO reward (a fresh confined
+process per answer). Answers are the tasks' own right answers and plausible wrong ones. GRPO
+generates for seconds between two reward calls, and the zygote forks the next step's processes
+meanwhile: each timed step follows a pause of GAP_S. "back to back" times steps with no pause,
+where every fork and teardown lands inside the step.
 """
 from __future__ import annotations
 
+import os
 import platform
 import statistics
 import time
@@ -18,7 +22,8 @@ from shortlist import families
 from shortlist.scoring import Scorer
 
 STEP = 32  # answers a GRPO step scores: 4 prompts x 8 completions
-REPEATS = 30
+REPEATS = 20
+GAP_S = 1.0  # well under a GRPO step's generation (1.4 s on an H200 for SmolLM2-135M, README)
 
 
 def answers_for(family) -> tuple[list[int], list[str]]:
@@ -41,23 +46,30 @@ def in_process(family, seeds, answers) -> float:
 
 def main() -> None:
     print(f"# scoring overhead, {platform.processor() or platform.machine()}, {platform.python_version()}, "
-          f"{STEP} answers per step, median of {REPEATS}")
+          f"{STEP} answers per step, median of {REPEATS}, load average {os.getloadavg()[0]:.1f} at start")
     with Scorer() as scorer:
         print(f"# workers {scorer.settings()['workers']}, sandbox {scorer.confinement}")
         print(f"{'family':22} {'in-process ms/step':>19} {'ours ms/step':>13} {'ours ms/answer':>15} "
-              f"{'overhead µs/answer':>19}")
+              f"{'overhead µs/answer':>19} {'back to back ms/step':>21}")
         for name in families.DEFAULT:
             family = families.parse(name)
             seeds, answers = answers_for(family)
-            scorer.score(family, seeds, answers)  # warm every worker
-            ours, base = [], []
+            scorer.score(family, seeds, answers)  # builds the tasks, warms the zygote
+            scorer.score(family, seeds, answers)  # a family scored again: its processes are forked ahead
+            ours, base, back = [], [], []
             for _ in range(REPEATS):
+                time.sleep(GAP_S)
                 started = time.perf_counter()
                 scorer.score(family, seeds, answers)
                 ours.append(time.perf_counter() - started)
                 base.append(in_process(family, seeds, answers))
+            for _ in range(5):
+                started = time.perf_counter()
+                scorer.score(family, seeds, answers)
+                back.append(time.perf_counter() - started)
             o, b = statistics.median(ours), statistics.median(base)
-            print(f"{name:22} {b * 1e3:19.2f} {o * 1e3:13.2f} {o * 1e3 / STEP:15.3f} {(o - b) * 1e6 / STEP:19.1f}")
+            print(f"{name:22} {b * 1e3:19.2f} {o * 1e3:13.2f} {o * 1e3 / STEP:15.3f} {(o - b) * 1e6 / STEP:19.1f} "
+                  f"{statistics.median(back) * 1e3:21.1f}")
 
 
 if __name__ == "__main__":

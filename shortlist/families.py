@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import hashlib
+import json
 import re
 from dataclasses import dataclass, field
 
 import reasoning_gym
 from reasoning_gym.factory import DATASETS
 
-from shortlist import spec
+from shortlist import builder, spec
 from shortlist.errors import OneLine
 
 
@@ -62,11 +64,12 @@ class Family:
         return re.sub(r"[^A-Za-z0-9._-]+", "_", ".".join(parts)).strip("_")
 
     def task(self, seed: int) -> dict:
-        entry = reasoning_gym.create_dataset(self.name, seed=seed, size=1, **self.config)[0]
-        return {"seed": seed, "question": entry["question"], "answer": entry["answer"]}
+        return self.tasks([seed])[0]
 
-    def tasks(self, seeds: range) -> list[dict]:
-        return [self.task(seed) for seed in seeds]
+    def tasks(self, seeds) -> list[dict]:
+        """{"seed", "question", "answer"} per seed (answer None where the family has none), the same
+        in every process whatever its hash seed (builder.py)."""
+        return builder.build(self.name, self.config, [int(seed) for seed in seeds])
 
     def __hash__(self):  # the config is a dict, so hash by the canonical key
         return hash(self.key)
@@ -109,8 +112,7 @@ def creatable() -> list[str]:
 
 
 def fingerprint(tasks: list[dict]) -> str:
-    """SHA-256 of tasks' seeds, questions and answers: equal only where the tasks are the same."""
-    import hashlib
-    import json
-    rows = [[t["seed"], t["question"], t["answer"]] for t in tasks]
-    return hashlib.sha256(json.dumps(rows, ensure_ascii=False, default=str).encode()).hexdigest()
+    """SHA-256 of tasks (Family.tasks(): seeds, questions and answers) as canonical JSON: equal
+    fingerprints, equal tasks, in any process."""
+    text = json.dumps(tasks, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()

@@ -1,10 +1,11 @@
 """One scoring function for screening, evaluation and the GRPO reward: Scorer.score().
 
-Scorers run in sandbox.serve() worker processes, reused across calls. A call that passes its
-deadline is answered 0.0 and its worker is killed (SIGKILL) and replaced: threads, SIGALRM and
-Pool.get(timeout) cannot stop `9**9**9` (protocol-notes), a killed process can. Every result
-is normalized (exception or NaN -> 0.0, clamped to [0, 1]) and every oddity is counted per
-family, so a report can show when the reward itself misbehaved.
+Each answer is scored in a fresh process of its own (sandbox.py): forked from a zygote that
+imported the family's scorer and built its tasks outside every deadline, confined by the kernel,
+and killed with everything it started once it replies or passes its deadline. Threads, SIGALRM and
+Pool.get(timeout) cannot stop `9**9**9` (protocol-notes); a killed process can. Every result is
+normalized (exception or NaN -> 0.0, clamped to [0, 1]) and every oddity is counted per family,
+so a report can show when the reward itself misbehaved.
 """
 from __future__ import annotations
 
@@ -12,25 +13,27 @@ import atexit
 import json
 import math
 import multiprocessing as mp
-import multiprocessing.connection
 import multiprocessing.forkserver
 import os
 import shutil
 import sys
 import tempfile
 import time
-from collections import deque
+from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
+from shortlist import defaults
 from shortlist import families as families_
 from shortlist.families import Family
 
-DEADLINE_S = 1.0  # a scorer call that takes longer scores 0.0 and costs its worker
-WARMUP_DEADLINE_S = 120.0  # a worker's first call in a family imports what the scorer needs
-MEMORY_MB = 2048  # address space of a worker; the answer "x"*10**6 cost one scorer ~533 MB
-CPU_SECONDS = 3600  # a worker's lifetime CPU, a backstop behind the deadline
+DEADLINE_S = defaults.SCORE_DEADLINE_S  # an answer whose scorer takes longer scores 0.0
+WARMUP_DEADLINE_S = 120.0  # a zygote silent this long is dead: it imports and builds tasks, untimed
+MEMORY_MB = 2048  # address space of an answer process; the answer "x"*10**6 cost one scorer ~533 MB
+CPU_SECONDS = 60  # an answer process's CPU, a backstop behind the deadline
 WORKERS = min(4, os.cpu_count() or 1)
+ZYGOTES = 4  # families whose zygote (and its children forked ahead) stays alive
+_COUNTED = {"error": "exceptions", "timeout": "timeouts", "crash": "crashes"}  # what a zygote reports, where it counts
 
 
 @dataclass
@@ -65,54 +68,72 @@ def normalize(value, counts: ScoreCounts) -> float:
     return value
 
 
-class _Worker:
-    def __init__(self, ctx, scratch: str, memory_mb: int):
+class _Zygote:
+    """The parent's end of one family's zygote (sandbox.Zygote)."""
+
+    def __init__(self, ctx, family: Family | None, scratch: str, limits):
         from shortlist import sandbox
         parent, child = ctx.Pipe()
-        self.process = ctx.Process(target=sandbox.serve, args=(child, scratch, memory_mb, CPU_SECONDS), daemon=True)
+        name, config = (family.name, family.config) if family else (None, {})
+        self.process = ctx.Process(target=sandbox.zygote, args=(child, name, config, scratch, limits), daemon=True)
         with _main_module_hidden():
             self.process.start()
         child.close()
         self.conn = parent
-        self.warm: set[str] = set()  # family keys this worker has imported its scorer for
-        if not parent.poll(WARMUP_DEADLINE_S):
+        hello = self.receive(WARMUP_DEADLINE_S)
+        if hello is None:
             self.kill()
-            raise RuntimeError("a scoring worker did not start")
-        self.confinement = json.loads(parent.recv_bytes(1 << 16))
+            raise RuntimeError(f"the scoring zygote for {family.key if family else 'the probe'} did not start")
+        self.confinement = hello["confinement"]
+        if self.confinement.get("hash_seed") != 0:  # tasks would differ from Family.tasks() (issue 9)
+            self.kill()
+            raise RuntimeError("the scoring forkserver runs without PYTHONHASHSEED=0; start the Scorer before "
+                               "anything else uses multiprocessing's forkserver")
 
-    def send(self, request: dict) -> None:
-        self.conn.send_bytes(json.dumps(request).encode())
-
-    def receive(self) -> dict:
-        reply = json.loads(self.conn.recv_bytes(1 << 16))
-        if not isinstance(reply, dict) or not isinstance(reply.get("refused"), int):
-            raise ValueError("malformed reply")
-        return reply
+    def receive(self, timeout: float):
+        """The next message, or None if the zygote died or stayed silent that long."""
+        try:
+            if self.conn.poll(timeout):
+                return json.loads(self.conn.recv_bytes())
+        except (EOFError, OSError, ValueError):
+            pass
+        return None
 
     def kill(self) -> None:
-        """SIGKILL without waiting: a worker that filled its address space takes a while to tear
-        down, and the caller need not wait for that. The scorer reaps it later."""
+        """SIGKILL without waiting; its answer processes die with it (PR_SET_PDEATHSIG)."""
         self.process.kill()
         self.conn.close()
 
 
 class Scorer:
-    """A pool of sandboxed scoring workers. Use as a context manager, or call close()."""
+    """Scores answers in sandboxed processes. Use as a context manager, or call close()."""
 
     def __init__(self, workers: int = WORKERS, deadline_s: float = DEADLINE_S, memory_mb: int = MEMORY_MB):
+        from shortlist.sandbox import Limits
         if workers < 1 or deadline_s <= 0 or memory_mb < 256:
             raise ValueError("scoring needs workers >= 1, deadline_s > 0 and memory_mb >= 256")
-        self.deadline_s, self.memory_mb = deadline_s, memory_mb
+        self.workers, self.deadline_s, self.memory_mb = workers, deadline_s, memory_mb
         self.counts: dict[str, ScoreCounts] = {}
+        self._limits = Limits(memory_mb, CPU_SECONDS, workers)
         self._scratch = tempfile.mkdtemp(prefix="shortlist-scratch-")
+        os.chmod(self._scratch, 0o711)  # answer processes (uid nobody) reach their own directory, list nothing
         self._ctx = _context()
-        self._dying: list = []  # killed workers not yet reaped
-        self._workers = [_Worker(self._ctx, self._scratch, memory_mb) for _ in range(workers)]
-        self.confinement = self._workers[0].confinement
+        self._zygotes: OrderedDict[str, _Zygote] = OrderedDict()
+        self._confinement: dict | None = None
         atexit.register(self.close)
 
+    @property
+    def confinement(self) -> dict:
+        """Which layers hold on this machine: a flat dict, layer -> value (recorded with results)."""
+        if self._confinement is None:
+            probe = _Zygote(self._ctx, None, self._scratch, self._limits)
+            self._confinement = probe.confinement
+            probe.kill()
+            probe.process.join(5)
+        return self._confinement
+
     def settings(self) -> dict:
-        return {"workers": len(self._workers), "deadline_s": self.deadline_s, "memory_mb": self.memory_mb,
+        return {"workers": self.workers, "deadline_s": self.deadline_s, "memory_mb": self.memory_mb,
                 "confinement": self.confinement}
 
     def score(self, family: Family | str, seeds, answers) -> list[float]:
@@ -121,72 +142,56 @@ class Scorer:
         counts = ScoreCounts()
         started = time.perf_counter()
         scores = [0.0] * len(answers)
-        jobs = deque()
+        jobs = []
         for i, (seed, answer) in enumerate(zip(seeds, answers, strict=True)):
             if answer is None:
                 counts.unextracted += 1
             else:
-                jobs.append((i, {"key": family.key, "name": family.name, "config": family.config,
-                                 "seed": int(seed), "answer": str(answer)}))
-        for i, value in self._run(jobs, counts):
-            scores[i] = normalize(value, counts)
+                jobs.append([i, int(seed), str(answer)])
+        if jobs:
+            for i, value in self._run(family, jobs, counts):
+                scores[i] = normalize(value, counts)
         counts.answers = len(answers)
         counts.seconds = time.perf_counter() - started
         self.counts.setdefault(family.key, ScoreCounts()).add(counts)
         return scores
 
-    def _run(self, jobs: deque, counts: ScoreCounts):
-        """Yield (index, raw value) for each job, keeping every worker busy, killing the slow."""
-        idle, busy = list(self._workers), {}  # busy: conn -> (worker, index, request, deadline)
-        while jobs or busy:
-            while jobs and idle:
-                worker = idle.pop()
-                index, request = jobs.popleft()
-                if request["key"] not in worker.warm:  # import the scorer's modules outside the deadline
-                    worker.send({**request, "warm": True})
-                    busy[worker.conn] = (worker, None, (index, request), time.monotonic() + WARMUP_DEADLINE_S)
-                else:
-                    worker.send(request)
-                    busy[worker.conn] = (worker, index, request, time.monotonic() + self.deadline_s)
-            wait = max(0.0, min(deadline for *_, deadline in busy.values()) - time.monotonic())
-            for conn in mp.connection.wait(list(busy), timeout=wait):
-                worker, index, request, _ = busy.pop(conn)
-                try:
-                    reply = worker.receive()
-                except Exception:  # EOF: the worker died; or it sent something that is not a reply
-                    counts.crashes += 1  # the answer scores 0.0
-                    idle.append(self._replace(worker))
-                    continue
-                if index is None:  # a warm-up finished: now the real request, under the deadline
-                    worker.warm.add(request[1]["key"])
-                    jobs.appendleft(request)
-                else:
-                    counts.refused += reply["refused"]
-                    if "score" in reply:
-                        yield index, reply["score"]
-                    else:
-                        counts.exceptions += 1
-                idle.append(worker)
-            now = time.monotonic()
-            for conn, (worker, _, _, deadline) in list(busy.items()):
-                if now >= deadline:  # the answer scores 0.0
-                    del busy[conn]
-                    counts.timeouts += 1
-                    idle.append(self._replace(worker))
+    def _run(self, family: Family, jobs: list, counts: ScoreCounts):
+        """Yield (index, raw value) for each answer that produced one; count the rest."""
+        zygote = self._zygote(family)
+        zygote.conn.send_bytes(json.dumps({"jobs": jobs, "deadline_s": self.deadline_s}).encode())
+        built = zygote.receive(WARMUP_DEADLINE_S)  # building new tasks is not timed
+        results = zygote.receive(len(jobs) * (self.deadline_s + 1.0) + 10.0) if built == "built" else None
+        if not isinstance(results, list) or len(results) != len(jobs):  # the zygote died: a bug, not an answer
+            zygote.kill()
+            del self._zygotes[family.key]
+            why = (built if isinstance(built, dict) else results if isinstance(results, dict) else {}).get("fatal")
+            raise RuntimeError(f"the scoring zygote for {family.key} died" + (f": {why}" if why else ""))
+        for index, kind, value, refused in results:
+            counts.refused += refused
+            if kind == "score":
+                yield index, value
+            else:
+                field = _COUNTED[kind]
+                setattr(counts, field, getattr(counts, field) + 1)
 
-    def _replace(self, worker: _Worker) -> _Worker:
-        worker.kill()
-        self._dying = [p for p in self._dying if p.is_alive()] + [worker.process]  # is_alive() reaps the dead
-        fresh = _Worker(self._ctx, self._scratch, self.memory_mb)
-        self._workers[self._workers.index(worker)] = fresh
-        return fresh
+    def _zygote(self, family: Family) -> _Zygote:
+        if family.key not in self._zygotes:
+            self._zygotes[family.key] = _Zygote(self._ctx, family, self._scratch, self._limits)
+            self._confinement = self._confinement or self._zygotes[family.key].confinement
+            while len(self._zygotes) > ZYGOTES:
+                _, oldest = self._zygotes.popitem(last=False)
+                oldest.kill()
+        self._zygotes.move_to_end(family.key)
+        return self._zygotes[family.key]
 
     def close(self) -> None:
-        for worker in getattr(self, "_workers", []):
-            worker.kill()
-        for process in [w.process for w in getattr(self, "_workers", [])] + getattr(self, "_dying", []):
-            process.join(5)
-        self._workers, self._dying = [], []
+        zygotes = list(getattr(self, "_zygotes", {}).values())
+        for zygote in zygotes:
+            zygote.kill()
+        for zygote in zygotes:
+            zygote.process.join(5)
+        self._zygotes = OrderedDict()
         shutil.rmtree(getattr(self, "_scratch", ""), ignore_errors=True)
 
     def __enter__(self):
@@ -197,18 +202,20 @@ class Scorer:
 
 
 def _context():
-    """A forkserver that has imported reasoning_gym, started with an empty environment.
+    """A forkserver that has imported reasoning_gym, started with PYTHONHASHSEED=0 and an emptied
+    environment.
 
-    forkserver, not fork: CUDA does not survive fork, and the server starts before any
-    CUDA work. Preloading makes a replacement worker cost milliseconds, not an import.
+    forkserver, not fork: CUDA does not survive fork, and the server starts before any CUDA work.
+    Preloading makes a zygote cost milliseconds, not an import. The fixed hash seed makes its tasks
+    the ones Family.tasks() builds (some families' tasks depend on it).
     """
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(["shortlist.sandbox"])
     saved = dict(os.environ)
     try:  # the server's environment is every worker's /proc/self/environ: give it no secrets
-        keep = ("PATH", "PYTHONPATH", "HOME", "LANG", "TMPDIR")
+        keep = ("PATH", "PYTHONPATH", "LANG")
         os.environ.clear()
-        os.environ.update({k: saved[k] for k in keep if k in saved})
+        os.environ.update({k: saved[k] for k in keep if k in saved}, PYTHONHASHSEED="0")
         with _main_module_hidden():
             mp.forkserver.ensure_running()
     finally:
@@ -219,10 +226,10 @@ def _context():
 
 @contextmanager
 def _main_module_hidden():
-    """Keep multiprocessing from re-running the caller's __main__ in the server and workers.
+    """Keep multiprocessing from re-running the caller's __main__ in the server and zygotes.
 
     They need nothing from it, and a script without an `if __name__ == "__main__"` guard
-    would start a Scorer inside its own worker.
+    would start a Scorer inside its own zygote.
     """
     main = sys.modules["__main__"]
     saved = {name: main.__dict__[name] for name in ("__file__", "__spec__") if name in main.__dict__}

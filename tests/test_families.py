@@ -68,3 +68,66 @@ def test_slug_is_file_name_safe_and_distinct():
 
 def test_default_families_all_build():
     assert [f.name for f in families.parse_list(list(families.DEFAULT))] == list(families.DEFAULT)
+
+
+HASH_SEEDED = ["isomorphic_strings", "knight_swap", "list_functions", "polynomial_multiplication", "ransom_note",
+               "word_ladder"]  # reasoning-gym builds other tasks for a seed under another hash seed
+BUILD = """
+import hashlib, json, sys
+import reasoning_gym
+from shortlist import families
+if sys.argv[1] == "raw":  # reasoning-gym alone, in this interpreter
+    out = {}
+    for name in json.loads(sys.argv[2]):
+        tasks = [reasoning_gym.create_dataset(name, seed=s, size=1)[0] for s in range(3)]
+        out[name] = hashlib.sha256(repr([(t["question"], t["answer"]) for t in tasks]).encode()).hexdigest()
+else:
+    out = {name: families.fingerprint(families.parse(name).tasks(range(2))) for name in families.creatable()}
+print(chr(10) + json.dumps(out))  # some families print while they build
+"""
+
+
+def test_every_process_builds_the_same_tasks_whatever_its_hash_seed():
+    """reasoning-gym alone builds other tasks for six families under another hash seed; Family.tasks()
+    (and so the fingerprint) builds the same tasks for every creatable family in processes whose
+    hash seeds differ (a subprocess with 1, and this one, whatever it has)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+    def run(seed: str, *args: str) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-c", BUILD, *args], stdout=subprocess.PIPE, text=True,
+                                env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": root})
+
+    def result(process: subprocess.Popen) -> dict:
+        return json.loads(process.communicate(timeout=600)[0].splitlines()[-1])
+
+    raw = [run(seed, "raw", json.dumps(HASH_SEEDED + ["chain_sum", "leg_counting"])) for seed in ("1", "2")]
+    other = run("1", "ours")
+    here = {name: families.fingerprint(families.parse(name).tasks(range(2))) for name in families.creatable()}
+    one, two = map(result, raw)
+    assert sorted(k for k in one if one[k] != two[k]) == HASH_SEEDED  # without the fix
+    assert result(other) == here and len(here) >= 100  # with it
+
+
+def test_fingerprint_is_the_canonical_json_of_the_tasks():
+    import hashlib
+    import json
+    f = families.parse("chain_sum(max_terms=2, max_digits=1)")
+    tasks = f.tasks(range(5))
+    text = json.dumps(tasks, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    assert families.fingerprint(tasks) == hashlib.sha256(text.encode()).hexdigest()
+    assert families.fingerprint(tasks) != families.fingerprint(f.tasks(range(6)))
+    assert families.fingerprint(tasks) != families.fingerprint(families.parse("chain_sum").tasks(range(5)))
+    assert [set(t) for t in tasks] == [{"seed", "question", "answer"}] * 5
+
+
+def test_building_400_tasks_stays_cheap():
+    import time
+    f = families.parse("chain_sum")
+    f.tasks(range(1))  # the helper interpreter, where this one's hash seed is not 0, starts once
+    started = time.monotonic()
+    assert [t["seed"] for t in f.tasks(range(400))] == list(range(400))
+    assert time.monotonic() - started < 2.0

@@ -1,0 +1,102 @@
+"""Tasks built as a process with PYTHONHASHSEED=0 builds them, whatever this process's hash seed.
+
+Some Reasoning Gym families iterate over sets of strings while generating a task
+(isomorphic_strings, knight_swap, polynomial_multiplication, ransom_note, word_ladder), so the task
+for a seed depends on the interpreter's hash seed: a Jupyter kernel started by hand and a scoring
+process would disagree on what was asked. Python fixes the hash seed when the interpreter starts,
+so a process that does not run with PYTHONHASHSEED=0 asks a helper that does: one per process,
+started on first use, JSON lines in and out. list_functions also draws from the unseeded global
+`random` module, so entry() seeds it (and numpy's) from the family and seed, and restores it.
+
+    python -m shortlist.builder     # the helper's loop (started by build(), not by hand)
+"""
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import subprocess
+import sys
+import threading
+
+_helper: subprocess.Popen | None = None
+_lock = threading.Lock()
+
+
+def fixed() -> bool:
+    """True when this interpreter runs with PYTHONHASHSEED=0 (the only seed without randomization)."""
+    return sys.flags.hash_randomization == 0
+
+
+def build(name: str, config: dict, seeds: list[int]) -> list[dict]:
+    """{"seed", "question", "answer"} for each seed, as every process of the project builds them."""
+    if fixed():
+        return _build(name, config, seeds)
+    with _lock:
+        helper = _start()
+        helper.stdin.write(json.dumps({"name": name, "config": config, "seeds": seeds}) + "\n")
+        helper.stdin.flush()
+        reply = json.loads(helper.stdout.readline() or '{"error": "the task builder died"}')
+    if "error" in reply:
+        raise RuntimeError(f"building {name} tasks: {reply['error']}")
+    return reply["tasks"]
+
+
+def entry(name: str, config: dict, seed: int) -> dict:
+    """Reasoning Gym's entry (question, answer, metadata) for a seed: call it where the hash seed is 0."""
+    import random
+
+    import numpy
+    import reasoning_gym
+    saved = random.getstate(), numpy.random.get_state()
+    random.seed(f"{name}/{seed}")  # a str seeds through SHA-512: the same in every process
+    numpy.random.seed(seed % 2**32)
+    try:
+        return reasoning_gym.create_dataset(name, seed=seed, size=1, **config)[0]
+    finally:
+        random.setstate(saved[0])
+        numpy.random.set_state(saved[1])
+
+
+def _build(name: str, config: dict, seeds: list[int]) -> list[dict]:
+    tasks = []
+    for seed in seeds:
+        task = entry(name, config, seed)
+        tasks.append({"seed": seed, "question": task["question"], "answer": task["answer"]})
+    return tasks
+
+
+def _start() -> subprocess.Popen:
+    global _helper
+    if _helper is None or _helper.poll() is not None:
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # this checkout's shortlist wins
+        path = os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])
+        _helper = subprocess.Popen([sys.executable, "-m", "shortlist.builder"], text=True, encoding="utf-8",
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                   env={**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": path})
+        atexit.register(_stop)
+    return _helper
+
+
+def _stop() -> None:
+    if _helper is not None and _helper.poll() is None:
+        _helper.stdin.close()
+        _helper.wait(10)
+
+
+def main() -> None:
+    assert fixed(), "the task builder must run with PYTHONHASHSEED=0"
+    replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    sys.stdout = sys.stderr  # some families print while they build; the protocol owns the real stdout
+    for line in sys.stdin:
+        request = json.loads(line)
+        try:
+            reply = {"tasks": _build(request["name"], request["config"], request["seeds"])}
+        except Exception as e:  # noqa: BLE001  the caller raises it, in its own process
+            reply = {"error": f"{type(e).__name__}: {e}"}
+        replies.write(json.dumps(reply) + "\n")
+        replies.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,160 @@
+"""Kernel boundaries around scoring processes: namespaces, identity, capabilities, limits.
+
+Each function applies one layer and says whether it took, so a machine that refuses a layer
+(a Docker container's default seccomp profile refuses unshare; a non-root user has nothing to
+drop) still scores, and the report says what held. Python's os module lacks unshare, setns,
+capset and most of prctl before 3.12, hence ctypes, all of it here.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+import signal
+
+UNPRIVILEGED = 65534  # nobody/nogroup: where the project runs as root, answers run as this uid and gid
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_CLONE_NEWUSER, _CLONE_NEWPID, _CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
+_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_CAPBSET_DROP = 1, 4, 24
+_PR_SET_NO_NEW_PRIVS, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 38, 47, 4
+_PR_SET_CHILD_SUBREAPER = 36
+_SYS_CAPSET = 126  # x86-64; elsewhere capset() fails and the capability check below reports it
+with open("/proc/sys/kernel/cap_last_cap") as _f:
+    _LAST_CAP = int(_f.read())  # read once, where the forkserver imports this module
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _prctl(option: int, arg: int = 0) -> bool:
+    return _libc.prctl(option, ctypes.c_ulong(arg), 0, 0, 0) == 0
+
+
+def own_namespaces() -> tuple[bool, str]:
+    """Give the zygote a network namespace (no interface) and the right to make PID namespaces.
+
+    Root has that right already; a non-root user gets it inside a user namespace of its own, where
+    it maps only its own uid, so the kernel's view of every file and process is unchanged. Must
+    run single-threaded. Returns (network namespace?, how the zygote holds that right).
+    """
+    if os.geteuid() == 0:
+        return _libc.unshare(_CLONE_NEWNET) == 0, "root"
+    uid, gid = os.geteuid(), os.getegid()
+    if _libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNET) != 0:
+        return False, "none"
+    for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"), ("gid_map", f"0 {gid} 1")):
+        with open(f"/proc/self/{name}", "w") as f:
+            f.write(text)
+    return True, "user namespace"
+
+
+class PidNamespaces:
+    """fork() whose child is process 1 of a new PID namespace: when it dies, the kernel kills every
+    process it started, wherever they went. Where unshare is refused, children lead a process group
+    instead, under this process as subreaper, so orphans come back here to be killed."""
+
+    def __init__(self):
+        _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+        self._own = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+        self.available = _libc.unshare(_CLONE_NEWPID) == 0
+        if self.available:
+            self.available = _libc.setns(self._own, _CLONE_NEWPID) == 0
+
+    def fork(self) -> int:
+        if self.available and _libc.unshare(_CLONE_NEWPID) != 0:
+            raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWPID)")
+        pid = os.fork()
+        if pid and self.available:
+            _libc.setns(self._own, _CLONE_NEWPID)  # the zygote's next child starts from here again
+        return pid
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL a child and what it started (its PID namespace dies with it; else its group)."""
+    _signal_tree(pid, signal.SIGKILL)
+
+
+def stop_tree(pid: int) -> None:
+    """SIGSTOP a child and its group: it runs nothing more, and costs nothing until killed."""
+    _signal_tree(pid, signal.SIGSTOP)
+
+
+def _signal_tree(pid: int, sig: int) -> None:
+    for send in (os.killpg, os.kill):
+        try:
+            send(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def resident_mb(pid: int) -> float:
+    """Resident memory of a process, from the kernel (a process's own claims are not trusted)."""
+    try:
+        fd = os.open(f"/proc/{pid}/statm", os.O_RDONLY)
+        try:
+            return int(os.read(fd, 256).split()[1]) * _PAGE / 2**20
+        finally:
+            os.close(fd)
+    except (OSError, ValueError, IndexError):
+        return float("inf")
+
+
+def drop_privileges(real_root: bool) -> str:
+    """No capabilities in any set, and, where this is the machine's root, uid and gid nobody with
+    no groups. Returns who the process now is, e.g. '65534:65534' or '1000:1000'."""
+    for cap in range(_LAST_CAP + 1):
+        _prctl(_PR_CAPBSET_DROP, cap)  # no later exec can bring any back
+    _libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    if real_root:
+        try:
+            os.setgroups([])
+            os.setresgid(UNPRIVILEGED, UNPRIVILEGED, UNPRIVILEGED)
+            os.setresuid(UNPRIVILEGED, UNPRIVILEGED, UNPRIVILEGED)  # the kernel clears every capability
+        except OSError:  # a container without CAP_SETUID: the uid stays, and the report says so
+            pass
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    _libc.syscall(_SYS_CAPSET, header, (ctypes.c_uint32 * 6)())  # inside a user namespace: drop them here
+    return f"{_outside('uid_map', os.getuid())}:{_outside('gid_map', os.getgid())}"
+
+
+def _outside(table: str, inside: int) -> int:
+    """The machine's id for an id of this process's user namespace (a user's own uid, not 0)."""
+    with open(f"/proc/self/{table}") as f:
+        first, outside, _ = map(int, f.readline().split())
+    return outside + inside - first
+
+
+def real_root() -> bool:
+    """uid 0 of the machine, not the uid 0 a user namespace maps to an ordinary user."""
+    with open("/proc/self/uid_map") as f:
+        return os.geteuid() == 0 and f.read().split()[:2] == ["0", "0"]
+
+
+def capabilities() -> int:
+    """The effective capability mask, as the kernel reports it."""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1], 16) for line in f if line.startswith("CapEff:"))
+
+
+def not_dumpable() -> bool:
+    """Nobody without CAP_SYS_PTRACE can ptrace this process or open its /proc files."""
+    return _prctl(_PR_SET_DUMPABLE, 0)
+
+
+def die_with_parent() -> bool:
+    return _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def no_new_privs() -> bool:
+    return _prctl(_PR_SET_NO_NEW_PRIVS, 1)
+
+
+def limit(limits: dict[str, int]) -> list[str]:
+    """Set each RLIMIT_<name> (soft = hard: no raising it back); returns the names that took."""
+    took = []
+    for name, value in limits.items():
+        try:
+            resource.setrlimit(getattr(resource, f"RLIMIT_{name}"), (value, value))
+            took.append(name)
+        except (ValueError, OSError):
+            pass
+    return sorted(took)
