@@ -47,3 +47,49 @@ def test_cells_hold_no_logic_the_library_lacks(path):
             for node in ast.walk(ast.parse(cell.source)):
                 assert not isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.For, ast.While, ast.If, ast.Lambda,
                                              ast.ListComp, ast.DictComp, ast.Try)), (path.name, cell.source)
+
+
+def test_papermill_reads_every_parameter_of_every_notebook(caplog):
+    from papermill.inspection import _infer_parameters
+    for path in NOTEBOOKS:
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            cell.metadata.setdefault("tags", [])
+        names = [p.name for p in _infer_parameters(nb)]
+        assert set(settings_.names()) <= set(names), path.name
+    assert "Unable to parse" not in caplog.text
+
+
+def run_all(path: Path, values: dict, dest: Path) -> nbformat.NotebookNode:
+    """Run All, as by hand: the parameters cell edited in place, nbclient, no papermill injection."""
+    from nbclient import NotebookClient
+    nb = nbformat.read(path, as_version=4)
+    cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    lines = cell.source.splitlines()
+    for name, value in values.items():  # what a user would type over the defaults
+        at = next(i for i, line in enumerate(lines) if line.startswith(f"{name} = "))
+        lines[at] = f"{name} = {value!r}"
+    cell.source = "\n".join(lines)
+    NotebookClient(nb, kernel_name="python3", timeout=600, resources={"metadata": {"path": str(path.parent)}}).execute()
+    nbformat.write(nb, dest)
+    return nb
+
+
+def test_run_all_by_hand_01_then_02_then_03_gives_the_report(tmp_path):
+    from proof import files, records
+    from shortlist import families
+    family = "chain_sum(max_digits=1, max_terms=2)"
+    values = {"model": "tiny", "trainee": "qwen3(max_new_tokens=8)", "families": [family],
+              "out": str(tmp_path / "run"), "steps": 2, "predict_tasks": 4, "eval_n": 8, "logging_steps": 1,
+              "checkpoint_every": 0, "bootstrap_n": 200}
+    books = {p.name: p for p in NOTEBOOKS}
+    for name in ("01_predict.ipynb", "02_train_family.ipynb", "03_report.ipynb"):
+        extra = {"family": family} if name.startswith("02") else {}
+        nb = run_all(books[name], values | extra, tmp_path / name)
+        errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
+        stderr = [o["text"] for c in nb.cells for o in c.get("outputs", []) if o.get("name") == "stderr"]
+        assert errors == [] and stderr == [], (name, errors, stderr)  # no error, no warning
+    result = records.read(files.result(tmp_path / "run", families.parse(family).slug))
+    assert isinstance(result, records.FamilyResult) and result.settings["steps"] == 2
+    html = files.report(tmp_path / "run").read_text()  # 03's last cell wrote it, as the batch would
+    assert "The rule held on" in html and "smoke run, not a finding" in html and result.predictions_sha256 in html

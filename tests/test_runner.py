@@ -45,6 +45,8 @@ def test_smoke_report_shows_every_table_figure_and_the_hash(smoke_run):
     assert "Only 2 families finished: ranks need 3 at least" in html
     assert "held (equivalent)" in html  # the smoke's "too hard" family, judged by the equivalence test
     assert "def " not in html and "from proof import" not in html  # code hidden
+    assert "report.load" not in html and "Traceback" not in html and "Warning" not in html
+    assert "On Kaggle" not in html  # the notebook reader's instructions stay in the notebooks
 
 
 def test_report_opens_offline(smoke_run):
@@ -80,28 +82,15 @@ def test_progress_is_logged_per_step(smoke_run):
     assert any(line.startswith("01_predict") for line in log) and any("03_report" in line for line in log)
 
 
-def test_a_resumed_run_redoes_only_the_missing_family(smoke_run, tmp_path):
-    s, _, _ = smoke_run
-    copy = s.replace(out=str(tmp_path / "run"))
-    shutil.copytree(s.out, copy.out)
-    gone, kept = (families.parse(k).slug for k in copy.families)
-    files.result(copy.out, gone).unlink()
-    kept_nb = files.notebooks(copy.out) / f"02_train_family.{kept}.ipynb"
-    before = kept_nb.stat().st_mtime_ns
-    log: list[str] = []
-    runner.run(copy, log=log.append)
-    assert any(line.startswith("01_predict: kept") for line in log)
-    assert [line for line in log if ": started" in line] == [f"02 {copy.families[0]}: started"]
-    assert kept_nb.stat().st_mtime_ns == before
-    assert files.read_json(files.result(copy.out, gone))["status"] == "done"
-
-
-def test_a_failing_family_is_recorded_the_others_go_on_and_the_exit_status_says_so(tmp_path, monkeypatch, capsys):
-    from proof import settings as settings_
-    s = settings_.make("smoke", out=str(tmp_path / "run"))
+def test_a_failing_family_is_recorded_the_others_go_on_and_the_exit_status_says_so(smoke_run, tmp_path, monkeypatch,
+                                                                                   capsys):
+    done, _, _ = smoke_run
+    s = done.replace(out=str(tmp_path / "run"))
+    shutil.copytree(done.out, s.out)  # 01 and the first family are there: the rerun tries the second
+    failed_key, done_key = s.families[1], s.families[0]
+    files.result(s.out, families.parse(failed_key).slug).unlink()
     monkeypatch.setattr(runner, "NOTEBOOKS", fixture_notebooks(tmp_path, failing="basic_arithmetic"))
     assert main(["run", "--preset", "smoke", "--out", s.out]) == 1
-    failed_key, done_key = s.families[1], s.families[0]
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err == f"error: 1 of 2 families did not finish: {failed_key} (RuntimeError: boom)"
     html = files.report(s.out)
@@ -150,15 +139,17 @@ def test_a_batch_killed_mid_training_resumes_to_the_uninterrupted_result(smoke_r
     import sys
     import time
 
-    from proof import records, settings as settings_, train
+    from proof import records, train
     s, _, _ = smoke_run
     key = s.families[0]
     slug = families.parse(key).slug
     done = records.read(files.result(s.out, slug))
-    copy = settings_.make("smoke", out=str(tmp_path / "run"))
-    for name in ("predictions.json", "predictions.sha256"):  # the same commitment, nothing trained yet
-        (tmp_path / "run").mkdir(exist_ok=True)
-        shutil.copy(Path(s.out) / name, Path(copy.out) / name)
+    copy = s.replace(out=str(tmp_path / "run"))
+    shutil.copytree(s.out, copy.out)  # the same commitment and the other family's result: only this one is redone
+    files.result(copy.out, slug).unlink()
+    shutil.rmtree(files.work(copy.out, slug))
+    other_nb = files.notebooks(copy.out) / f"02_train_family.{families.parse(s.families[1]).slug}.ipynb"
+    other_nb_written = other_nb.stat().st_mtime_ns
     # 02 made to stop for a minute after saving checkpoint 2 of 4: the kill lands there, mid-training
     notebooks = tmp_path / "notebooks"
     shutil.copytree(REAL, notebooks)
@@ -174,7 +165,7 @@ def test_a_batch_killed_mid_training_resumes_to_the_uninterrupted_result(smoke_r
         "_train.bookkeeping_callback = _pausing"))
     nbformat.write(nb, notebooks / runner.TRAIN)
     script = ("import sys; from pathlib import Path; from proof import runner, settings\n"
-              f"runner.run(settings.make('smoke', families=[{key!r}], out={copy.out!r}), notebooks=Path({str(notebooks)!r}))")
+              f"runner.run(settings.make('smoke', out={copy.out!r}), notebooks=Path({str(notebooks)!r}))")
     batch = subprocess.Popen([sys.executable, "-c", script], start_new_session=True, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
     progress = files.work(copy.out, slug) / "checkpoints" / "checkpoint-2" / train.PROGRESS
@@ -197,7 +188,11 @@ def test_a_batch_killed_mid_training_resumes_to_the_uninterrupted_result(smoke_r
     assert records.read(files.result(copy.out, slug)) is None  # killed before the family ended
     paused_train_s = files.read_json(progress)["train_s"]
 
-    runner.run(copy.replace(families=(key,)), log=lambda *_: None)
+    log: list[str] = []
+    assert runner.run(copy, log=log.append).failed == {}
+    assert any(line.startswith("01_predict: kept") for line in log)
+    assert [line for line in log if ": started" in line] == [f"02 {key}: started"]  # the other family was kept
+    assert other_nb.stat().st_mtime_ns == other_nb_written
     again = records.read(files.result(copy.out, slug))
     assert isinstance(again, records.FamilyResult) and again.timings["resumed_at_step"] == 2
     def no_clock(curve):
