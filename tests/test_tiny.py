@@ -18,9 +18,9 @@ def test_is_qwen3_shaped_and_small(tiny_model):
 
 def test_chat_template_honours_enable_thinking(tiny_model):
     tok = tiny_model.tokenizer
-    off = tok.apply_chat_template(trainee.messages("q"), add_generation_prompt=True, tokenize=False,
+    off = tok.apply_chat_template(trainee.QWEN3.messages("q"), add_generation_prompt=True, tokenize=False,
                                   enable_thinking=False)
-    on = tok.apply_chat_template(trainee.messages("q"), add_generation_prompt=True, tokenize=False)
+    on = tok.apply_chat_template(trainee.QWEN3.messages("q"), add_generation_prompt=True, tokenize=False)
     assert off.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n") and on.endswith("<|im_start|>assistant\n")
 
 
