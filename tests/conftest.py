@@ -1,6 +1,18 @@
-import pytest
+import os
 
-from shortlist import sampling, scoring, tiny
+if os.environ.get("PYTEST_XDIST_WORKER"):  # two workers on two cores: one thread each, kernels included
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import pytest  # noqa: E402
+
+from shortlist import sampling, scoring, tiny  # noqa: E402
+
+
+def pytest_collection_modifyitems(items):
+    """Every test that reads the smoke run goes to one xdist worker, so the batch runs once."""
+    for item in items:
+        if "smoke_run" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("smoke"))
 
 
 @pytest.fixture(scope="session")
