@@ -107,9 +107,12 @@ def _catalog(p, started: float) -> int:
         print(f"{s['rank']:4d}  {s['learnability']:.3f}  {s['best']}" + (
             f"  (improves at levels {', '.join(map(str, s['levels']))})" if len(s["levels"]) > 1 else ""))
     print(f"{len(found.rows)} family x level screens, {len(found.failures)} could not be built or screened, "
-          f"{len(found.unreached)} families not reached" + (": " if found.unreached else ""))
-    for u in found.unreached:  # the same command again goes on from here (--budget-min: with more minutes)
-        print(f"  not reached: {u.family}" + (f" from level {u.level}" if u.level is not None else "") + f" ({u.why})")
+          f"{len(found.unreached)} families not reached")
+    why: dict[str, list[str]] = {}  # the same command again goes on from where each one stopped
+    for u in found.unreached:
+        why.setdefault(u.why, []).append(u.family + (f" (from level {u.level})" if u.level else ""))
+    for reason, names in why.items():
+        print(f"  not reached, {reason}: {', '.join(names)}")
     print(f"written: {Path(p.out) / 'shortlist.json'}, .csv, .html")
     print(f"wall time: {time.perf_counter() - started:.1f} s")
     return 0
