@@ -21,7 +21,8 @@ def test_bad_plans_are_refused_in_one_line():
             ([], {}, "no families"),
             (["chain_sum"], {"budget_min": 0}, "--budget-min"),
             (["chain_sum"], {"tasks": 0}, "--tasks"),
-            (["chain_sum"], {"builders": -1}, "builders=-1")):
+            (["chain_sum"], {"builders": -1}, "builders=-1"),
+            (["chain_sum"], {"score_deadline_s": 0}, "score_deadline_s=0")):
         with pytest.raises((CatalogError, LevelError)) as e:
             catalog.plan(TRAINEE, names, **settings)
         assert fragment in str(e.value) and "\n" not in str(e.value), fragment
