@@ -6,7 +6,8 @@ number of rows (tasks x group: one batch shape), and its static cache length is 
 power of two (tier()), so the whole catalog compiles a handful of shapes, not one per prompt length.
 Tasks are built ahead in processes of their own (Builders): generating them is CPU work that
 varies wildly (sokoban's easiest level takes ~30 s a task on one core, most families milliseconds),
-so it runs beside the GPU, and a ready family with shorter prompts goes first.
+so it runs beside the GPU. Of the families ready, one with shorter prompts goes first, and one
+whose tasks were slow to build goes last (its scorer builds them again before scoring).
 
     python -m shortlist.walk <job.json>     # what catalog.run starts once per GPU
 """
@@ -27,6 +28,8 @@ from shortlist import catalog, curricula, families, output
 from shortlist.catalog import Failure, Plan, Row, Walk
 from shortlist.errors import OneLine
 
+SLOW_TASK_S = 0.25  # a family whose tasks take longer each to build is screened after the others
+
 
 @dataclass(frozen=True)
 class Built:
@@ -38,16 +41,18 @@ class Built:
     tasks: list | None
     sha: str | None
     error: str | None
+    seconds: float = 0.0  # to build the tasks
 
 
 def build(name: str, level: int | None, first_seed: int, n: int) -> Built:
     """The tasks of a family at a level: what a builder process runs. Never raises: a failure is data."""
-    where = None
+    where, started = None, time.perf_counter()
     try:
         where = curricula.at(name, level)
         family = families.parse(where.spec)  # the family's own validate(): impossible configs fail here
         tasks = family.tasks(range(first_seed, first_seed + n))
-        return Built(name, level, where, family, tasks, families.fingerprint(tasks), None)
+        return Built(name, level, where, family, tasks, families.fingerprint(tasks), None,
+                     time.perf_counter() - started)
     except Exception as e:  # noqa: BLE001  a family that cannot be built is listed with its reason
         why = one_line(e)  # the failure records the spec beside the reason: said once is enough
         return Built(name, level, where, None, None, None, why.removeprefix(f"{where.spec}: ") if where else why)
@@ -94,8 +99,7 @@ class Builders:
                 self.ready.append(Built(name, level, None, None, None, None, f"the task builder died: {one_line(e)}"))
         if not self.ready:
             return None
-        # shorter prompts first: the static cache only grows, so long prompts are best left to the end
-        best = min(self.ready, key=lambda b: max((len(t["question"]) for t in b.tasks or []), default=0))
+        best = first(self.ready)
         self.ready.remove(best)
         return best
 
@@ -109,6 +113,14 @@ class Builders:
         if kill:
             kill()
         self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+def first(ready: list[Built]) -> Built:
+    """Which ready level to screen first. Shorter prompts first: the static cache only grows, so
+    long prompts are best left to the end. Slow builds last: the scorer builds the same tasks again,
+    on the way to the next family."""
+    return min(ready, key=lambda b: (b.seconds / max(1, len(b.tasks or [])) > SLOW_TASK_S,
+                                     max((len(t["question"]) for t in b.tasks or []), default=0)))
 
 
 def _builder_start(parent: int) -> None:

@@ -133,8 +133,8 @@ def test_a_worker_that_died_leaves_its_families_not_reached_with_the_reason(tmp_
 
 
 def test_builders_build_ahead_in_their_own_process_and_a_build_past_the_budget_is_killed():
-    builders = walk.Builders(1, 500, 2)
-    builders.submit("sokoban", 0)  # ~30 s a task on one core: still running when the budget ends
+    builders = walk.Builders(1, 500, 24)
+    builders.submit("sokoban", 0)  # its 24 tasks took 694 s on one core here: still running when the budget ends
     builders.submit("chain_sum", 0)
     assert builders.next(timeout=0.5) is None and builders.pending == 2
     processes = list(builders.pool._processes.values())
@@ -147,3 +147,14 @@ def test_builders_build_ahead_in_their_own_process_and_a_build_past_the_budget_i
 def test_prompts_share_a_few_cache_lengths():
     assert [walk.tier(n, 8192) for n in (10, 64, 65, 300, 513, 5000)] == [64, 64, 128, 512, 1024, 8192]
     assert walk.tier(900, 1000) == 1000 and walk.tier(1100, 1000) == 2048  # too long: the sampler refuses it
+
+
+def test_short_prompts_go_first_and_slow_builds_last():
+    def built(name, chars, seconds):
+        return walk.Built(name, 0, None, None, [{"question": "x" * chars}] * 2, "0" * 64, None, seconds)
+    ready = [built("long", 900, 0.1), built("slow", 50, 2 * 2 * walk.SLOW_TASK_S), built("short", 60, 0.1)]
+    order = []
+    while ready:
+        order.append(walk.first(ready).family)
+        ready.remove(next(b for b in ready if b.family == order[-1]))
+    assert order == ["short", "long", "slow"]
