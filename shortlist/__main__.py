@@ -100,20 +100,7 @@ def _catalog(p, started: float) -> int:
     from shortlist import catalog
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stopped: task builders killed, the walks as written
     found = catalog.run(p, log=lambda line: print(line, file=sys.stderr, flush=True))
-    short = found.shortlist()
-    print(f"{p.trainee['model']} as {p.trainee['profile']}: {len(short)} of {len(p.families)} families have a level "
-          f"where GRPO can learn (ranked by mean p(1-p)):")
-    for s in short:
-        print(f"{s['rank']:4d}  {s['learnability']:.3f}  {s['best']}" + (
-            f"  (improves at levels {', '.join(map(str, s['levels']))})" if len(s["levels"]) > 1 else ""))
-    print(f"{len(found.rows)} family x level screens, {len(found.failures)} could not be built or screened, "
-          f"{len(found.unreached)} families not reached")
-    why: dict[str, list[str]] = {}  # the same command again goes on from where each one stopped
-    for u in found.unreached:
-        why.setdefault(u.why, []).append(u.family + (f" (from level {u.level})" if u.level else ""))
-    for reason, names in why.items():
-        print(f"  not reached, {reason}: {', '.join(names)}")
-    print(f"written: {Path(p.out) / 'shortlist.json'}, .csv, .html")
+    print(catalog.summary(found, p))
     print(f"wall time: {time.perf_counter() - started:.1f} s")
     return 0
 

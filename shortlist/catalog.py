@@ -320,6 +320,22 @@ def assemble(p: Plan, exits: dict, wall_s: float) -> Catalog:
     return Catalog(tuple(rows), tuple(failures), tuple(unreached), about)
 
 
+def summary(found: Catalog, p: Plan) -> str:
+    """What the command line prints at the end: the shortlist, what failed, what was not reached."""
+    short = found.shortlist()
+    lines = [f"{p.trainee['model']} as {p.trainee['profile']}: {len(short)} of {len(p.families)} families have a "
+             f"level where GRPO can learn (ranked by mean p(1-p)):"]
+    lines += [f"{s['rank']:4d}  {s['learnability']:.3f}  {s['best']}" + (
+        f"  (improves at levels {', '.join(map(str, s['levels']))})" if len(s["levels"]) > 1 else "") for s in short]
+    lines.append(f"{len(found.rows)} family x level screens, {len(found.failures)} could not be built or screened, "
+                 f"{len(found.unreached)} families not reached")
+    why: dict[str, list[str]] = {}  # the same command again goes on from where each one stopped
+    for u in found.unreached:
+        why.setdefault(u.why, []).append(u.family + (f" (from level {u.level})" if u.level not in (None, 0) else ""))
+    lines += [f"  not reached, {reason}: {', '.join(names)}" for reason, names in why.items()]
+    return "\n".join(lines + [f"written: {Path(p.out) / 'shortlist.json'}, .csv, .html"])
+
+
 # --- identity and provenance ----------------------------------------------------------------------
 def model_identity(name: str) -> dict:
     """The model's name and revision, without loading it: tiny's fingerprint, a local folder's files
