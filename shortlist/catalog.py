@@ -265,7 +265,9 @@ def run(p: Plan, log=print) -> Catalog:
         p = p.replace(builders=max(1, (os.cpu_count() or 1) // max(1, len(gpus)) // 2))
     exits = _fan_out(p, gpus, log) if gpus else _in_process(p, log)
     catalog = assemble(p, exits, clock() - started)
-    write(out, catalog)
+    page_error = write(out, catalog)
+    if page_error:
+        log(f"error: shortlist.html not written ({page_error}); shortlist.json and .csv are")
     return catalog
 
 
@@ -375,12 +377,17 @@ CSV_COLUMNS = ("rank", "family", "level", "levels", "spec", "status", "verdict",
                "tasks_sha256", "seconds", "reason")
 
 
-def write(out, catalog: Catalog) -> None:
-    """shortlist.json and .csv first (the numbers), then the page; each written whole or not at all."""
+def write(out, catalog: Catalog) -> str | None:
+    """shortlist.json and .csv first (the numbers), then the page; each written whole or not at all.
+    Returns why the page could not be rendered (nbconvert missing, say), or None: the numbers stand."""
     out = Path(out)
     output.write_json(out / "shortlist.json", catalog.as_dict())
     output.write_text(out / "shortlist.csv", to_csv(catalog))
-    output.write_text(out / "shortlist.html", to_html(catalog))
+    try:
+        output.write_text(out / "shortlist.html", to_html(catalog))
+    except Exception as e:  # noqa: BLE001  a GPU machine's one run must not end in a traceback over a page
+        return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    return None
 
 
 def to_csv(catalog: Catalog) -> str:

@@ -158,3 +158,16 @@ def test_short_prompts_go_first_and_slow_builds_last():
         order.append(walk.first(ready).family)
         ready.remove(next(b for b in ready if b.family == order[-1]))
     assert order == ["short", "long", "slow"]
+
+
+def test_a_page_that_cannot_be_rendered_leaves_the_numbers_and_says_so(tmp_path, fake_screens, monkeypatch):
+    fake_screens({})
+
+    def broken(*_):
+        raise FileNotFoundError("nbconvert's 'lab' template is in none of []")
+    monkeypatch.setattr(catalog.page, "page", broken)
+    lines = []
+    found = catalog.run(plan(tmp_path, ["chain_sum"], walk=False), log=lines.append)
+    assert len(found.rows) == 1 and not (tmp_path / "cat" / "shortlist.html").exists()
+    assert json.loads((tmp_path / "cat" / "shortlist.json").read_text())["rows"][0]["family"] == "chain_sum"
+    assert lines[-1].startswith("error: shortlist.html not written (FileNotFoundError")
