@@ -16,9 +16,9 @@ import pandas as pd
 from proof import analysis, commit, figures, files, records
 from proof.records import Corrupt, FamilyResult, Failure
 from shortlist import families as families_
+from shortlist import page
 from shortlist.trainee import Trainee
 
-TEMPLATE = Path(__file__).resolve().parent / "templates"
 DEGENERATE_SHARE = 0.5  # a family whose completions are mostly cut off or repetitive is named above the headline
 EXAMPLES = 3  # answers shown per family, before and after
 
@@ -438,38 +438,13 @@ def scatter_figure(report: Report):
 
 
 # --- HTML ---------------------------------------------------------------------------------------
-def nbconvert_templates() -> str:
-    """The folder holding nbconvert's own templates ("lab", "base"), looked up from where nbconvert is installed.
-
-    nbconvert searches only jupyter_path(), which names sys.prefix: in a venv made with
-    --system-site-packages (the Makefile's default) an nbconvert installed in the base Python is
-    imported, but its templates under the base prefix are never found. CI failed on exactly that.
-    """
-    import nbconvert
-    from jupyter_core.paths import jupyter_path
-    installed = [parent / "share" / "jupyter" for parent in Path(nbconvert.__file__).parents]
-    for root in installed + [Path(p) for p in jupyter_path()]:
-        if (root / "nbconvert" / "templates" / "lab" / "conf.json").is_file():
-            return str(root / "nbconvert" / "templates")
-    raise FileNotFoundError(f"nbconvert's 'lab' template is in none of {[str(r) for r in installed]}: reinstall nbconvert")
-
-
 def render(executed: Path, dest: Path) -> Path:
     """report.html from the executed 03 notebook: no code, no stderr, nothing fetched from the network."""
     import nbformat
-    from nbconvert import HTMLExporter
     nb = nbformat.read(executed, as_version=4)
     nb.cells = [c for c in nb.cells if "kaggle" not in c.metadata.get("tags", [])]  # for the notebook's reader only
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs = [o for o in cell.outputs if not (o.get("output_type") == "stream" and o.get("name") == "stderr")]
-    nb.metadata["title"] = "Shortlist: the proof"
-    # "lab" is looked up under the base dirs; templates' own {% extends 'base/...' %} under the paths
-    templates = nbconvert_templates()
-    exporter = HTMLExporter(template_name="lab", exclude_input=True, exclude_input_prompt=True,
-                            exclude_output_prompt=True, extra_template_paths=[str(TEMPLATE), templates],
-                            extra_template_basedirs=[templates])
-    exporter.template_file = "report.html.j2"
-    html, _ = exporter.from_notebook_node(nb)
-    files.write_text(dest, html)
+    files.write_text(dest, page.render(nb, "Shortlist: the proof"))
     return dest

@@ -24,6 +24,7 @@ import nbformat
 from proof import commit, files, provenance, records
 from proof.settings import Settings
 from shortlist import families as families_
+from shortlist.gpus import visible_gpus
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 PREDICT, TRAIN, REPORT = "01_predict.ipynb", "02_train_family.ipynb", "03_report.ipynb"
@@ -48,18 +49,6 @@ def publish(settings: Settings, enabled: bool = True) -> Path | None:
     html = build_report(settings, sha)
     print(f"report: {html}")
     return html
-
-
-def visible_gpus() -> list[str]:
-    """The GPUs this process may use, as CUDA_VISIBLE_DEVICES values, one per family process."""
-    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if listed is not None:
-        return [d.strip() for d in listed.split(",") if d.strip() and d.strip() != "-1"]
-    try:
-        import torch
-        return [str(i) for i in range(torch.cuda.device_count())]
-    except ImportError:
-        return []
 
 
 def execute(notebook: Path, dest: Path, parameters: dict, gpu: str | None = None) -> str | None:

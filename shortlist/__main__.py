@@ -2,15 +2,19 @@
 
     python -m shortlist screen --model tiny --families "chain_sum(max_terms=2, max_digits=1), leg_counting"
     python -m shortlist screen --trainee smollm2 --model /models/smollm2
+    python -m shortlist screen --all --levels --out results/catalog --budget-min 60   # the catalog (catalog.py)
     python -m shortlist families      # every Reasoning Gym family that builds with its defaults
 """
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 from shortlist import defaults, families, models, output, trainee
+from shortlist.catalog import CatalogError
+from shortlist.curricula import LevelError
 from shortlist.families import FamilyError
 from shortlist.output import OutputError
 from shortlist.models import ModelError
@@ -24,30 +28,45 @@ def main(argv: list[str] | None = None) -> int:
     sc.add_argument("--trainee", default="qwen3",
                     help="a profile (qwen3, smollm2), 'profile(field=value, ...)', or a .json file")
     sc.add_argument("--model", help="a hub name, a local folder, or 'tiny' (offline); default: the trainee's own")
-    sc.add_argument("--families", default=",".join(families.DEFAULT))
+    sc.add_argument("--families", help=f"default: {', '.join(families.DEFAULT)}; with --levels, names only")
     sc.add_argument("--tasks", type=int, default=defaults.SCREEN_TASKS, help="tasks per family")
     sc.add_argument("--first-seed", type=int, default=defaults.PREDICT_SEED)
     sc.add_argument("--batch", type=int, default=defaults.SAMPLE_BATCH,
                     help="sequences per generate() call; 0: as many as fit in GPU memory")
     sc.add_argument("--json", help="also write the screens to this file")
+    sc.add_argument("--all", action="store_true", help="the catalog: every Reasoning Gym family, at its curriculum's "
+                                                       "easiest level, ranked into <out>/shortlist.{json,csv,html}")
+    sc.add_argument("--levels", action="store_true",
+                    help="walk each family's curriculum up from its easiest level until 'too hard'")
+    sc.add_argument("--out", help="the catalog's output folder (default results/catalog); a rerun keeps what it holds")
+    sc.add_argument("--budget-min", type=float, help="start no screen after this many minutes; the rest is listed")
     sub.add_parser("families", help="list the families that build with their default config")
     args = ap.parse_args(argv)
 
     if args.command == "families":
         print("\n".join(families.creatable()))
         return 0
+    started = time.perf_counter()
+    catalog_run = args.all or args.levels
     try:  # every bad input is one line, before any model loads
-        chosen = families.parse_list(args.families)
         who = trainee.resolve(args.trainee)
         who = who.replace(model=args.model) if args.model else who
+        if catalog_run:
+            plan = _catalog_plan(args, who)
+        else:
+            if args.out or args.budget_min is not None:
+                raise ValueError("--out and --budget-min go with --all or --levels (the catalog)")
+            chosen = families.parse_list(args.families or list(families.DEFAULT))
         if args.tasks < 1 or args.batch < 0 or args.first_seed < 0:
             raise ValueError("--tasks must be at least 1, --batch and --first-seed at least 0")
         if args.json:
             _writable(Path(args.json))
         models.check_fits(models.model_config(who.model), who)
-    except (FamilyError, TraineeError, ModelError, OutputError, ValueError) as e:
+    except (FamilyError, TraineeError, ModelError, OutputError, CatalogError, LevelError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    if catalog_run:
+        return _catalog(plan, started)
 
     from shortlist import sampling, scoring, screening  # torch and the scorers: only once the input is sound
     loaded = sampling.load(who.model)
@@ -60,6 +79,29 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         output.write_json(Path(args.json), {"model": loaded.source, "trainee": who.as_dict(),
                                             "screens": [s.as_dict() for s in screens]})
+    return 0
+
+
+def _catalog_plan(args, who):
+    from shortlist import catalog
+    if args.all and args.families:
+        raise ValueError("--all screens every family; give --families with --levels alone")
+    if args.json:
+        raise ValueError("--json is for a screen of named families; the catalog writes <out>/shortlist.json")
+    names = None if args.all else args.families or list(families.DEFAULT)
+    p = catalog.plan(who, names, walk=args.levels, tasks=args.tasks, first_seed=args.first_seed, batch=args.batch,
+                     budget_min=args.budget_min, out=args.out or catalog.OUT)
+    output.check_writable(p.out)
+    return p
+
+
+def _catalog(p, started: float) -> int:
+    import signal
+    from shortlist import catalog
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stopped: task builders killed, the walks as written
+    found = catalog.run(p, log=lambda line: print(line, file=sys.stderr, flush=True))
+    print(catalog.summary(found, p))
+    print(f"wall time: {time.perf_counter() - started:.1f} s")
     return 0
 
 

@@ -180,11 +180,15 @@ class Samples:
 
 
 class Sampler:
-    def __init__(self, loaded: Loaded, trainee: Trainee, batch_size: int = SAMPLE_BATCH, fast: bool = True):
-        if batch_size < 0:
-            raise ValueError("sampling needs batch_size >= 0 (0: auto)")
+    def __init__(self, loaded: Loaded, trainee: Trainee, batch_size: int = SAMPLE_BATCH, fast: bool = True,
+                 min_cache_len: int = 0):
+        if batch_size < 0 or min_cache_len < 0:
+            raise ValueError("sampling needs batch_size >= 0 (0: auto) and min_cache_len >= 0")
         self.model, self.tokenizer, self.trainee = loaded.model, loaded.tokenizer, trainee
         self.batch_size, self.fast = batch_size, fast
+        # a static cache at least this long: many families of different prompt lengths then share one
+        # compiled shape (the catalog sets it per length tier); the samples are the same, only padded
+        self.min_cache_len = min_cache_len
         self.eos = eos_token_ids(self.model, self.tokenizer)
 
     def sample(self, questions: list[str], k: int = 1, greedy: bool = False) -> Samples:
@@ -194,7 +198,7 @@ class Sampler:
         if limit is not None and max(map(len, rows)) + new > limit:
             raise ModelError(f"a prompt of {max(map(len, rows))} tokens plus max_new_tokens={new} exceeds the "
                              f"{limit} positions the model holds: lower the trainee's max_new_tokens")
-        length = cache_length(rows, new)
+        length = max(cache_length(rows, new), self.min_cache_len)
         config = generation_config(self.model, self.tokenizer, self.trainee, greedy, self.fast,
                                    length if self.fast else None)
         batch = self.batch_size or auto_batch(self.model, len(rows), length)

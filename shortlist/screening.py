@@ -58,9 +58,14 @@ def summarize(family: str, groups: list[list[float]], extracted: float, trainee:
 def screen(sampler: Sampler, scorer: Scorer, family, tasks: int = TASKS, first_seed: int = PREDICT_SEED,
            seed: int = 0) -> Screen:
     """One family: the trainee's group of samples on each task, scored, summarized, judged."""
+    family = families_.parse(family)
+    return screen_tasks(sampler, scorer, family, family.tasks(range(first_seed, first_seed + tasks)), seed)
+
+
+def screen_tasks(sampler: Sampler, scorer: Scorer, family, rows: list[dict], seed: int = 0) -> Screen:
+    """screen() on tasks already built (Family.tasks()): the catalog builds them in other processes."""
     family, trainee = families_.parse(family), sampler.trainee
-    k = trainee.group
-    rows = family.tasks(range(first_seed, first_seed + tasks))
+    k, tasks = trainee.group, len(rows)
     torch.manual_seed(seed)  # the same model screens the same way twice
     samples = sampler.sample([r["question"] for r in rows], k=k)
     answers = [trainee.clean(c) for c in samples.flat("texts")]

@@ -39,3 +39,31 @@ def test_an_unreachable_hub_is_one_line_saying_what_to_do(no_model_loads, capsys
 def test_runs_as_a_module():
     out = subprocess.run([sys.executable, "-m", "shortlist", "families"], capture_output=True, text=True, check=True)
     assert "chain_sum" in out.stdout.split()
+
+
+def test_the_catalog_screens_every_family_into_one_folder_and_prints_its_wall_time(capsys, tmp_path, monkeypatch):
+    from shortlist import catalog
+    monkeypatch.setattr(catalog, "every_family", lambda: ["chain_sum", "composite"])  # the catalog, cut short
+    out = tmp_path / "catalog"
+    assert main(["screen", "--all", "--model", "tiny", "--tasks", "2", "--trainee", "qwen3(group=2, max_new_tokens=8)",
+                 "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "1 family x level screens, 1 could not be built or screened" in captured.out
+    assert captured.out.strip().splitlines()[-1].startswith("wall time: ")
+    progress = [line for line in captured.err.splitlines() if line.startswith("cpu [")]
+    assert len(progress) == 2 and any("composite: default failed to build" in line for line in progress)
+    assert {p.name for p in out.iterdir()} >= {"shortlist.json", "shortlist.csv", "shortlist.html", "families"}
+
+
+def test_bad_catalog_input_is_one_line_and_exit_2_before_any_model_loads(no_model_loads, capsys, tmp_path):
+    (tmp_path / "a_file").write_text("")
+    for argv, fragment in ((["--levels", "--families", "chain_sum(max_terms=2)"], "give the name alone"),
+                           (["--levels", "--families", "chan_sum"], "did you mean chain_sum"),
+                           (["--all", "--families", "chain_sum"], "--all screens every family"),
+                           (["--all", "--budget-min", "0"], "--budget-min"),
+                           (["--all", "--json", str(tmp_path / "s.json")], "writes <out>/shortlist.json"),
+                           (["--all", "--out", str(tmp_path / "a_file")], "is a file"),
+                           (["--out", str(tmp_path)], "go with --all or --levels")):
+        assert main(["screen", "--model", "tiny", *argv]) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("error: ") and fragment in err and "\n" not in err, err

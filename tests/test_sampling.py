@@ -145,6 +145,19 @@ def test_fast_sampling_draws_what_the_reference_draws(tiny_model):
     assert len({t for group in draws[True] for t in group}) > 4  # they are samples, not one greedy answer
 
 
+def test_a_longer_static_cache_draws_the_same_samples():
+    # the catalog pads every family's cache to a power of two so that few shapes compile; the padding
+    # is masked, so the seeded samples must not change
+    loaded = sampling.load("tiny")  # its own model: a cache only grows, and the session's must stay short
+    draws, lengths = [], []
+    for floor in (0, 512):
+        torch.manual_seed(3)
+        sampler = sampling.Sampler(loaded, trainee_with(max_new_tokens=10), batch_size=16, min_cache_len=floor)
+        draws.append(sampler.complete(QUESTIONS, k=4))
+        lengths.append(loaded.model._shortlist_cache[0][1])  # (rows, length) of the cache used
+    assert lengths[0] < lengths[1] == 512 and draws[0] == draws[1]
+
+
 def test_an_inference_copy_takes_neither_the_compiled_forward_nor_the_cache(tiny_model):
     model = tiny_model.model
     model._compiled_call = model.__call__  # what a compiled generate() leaves on the model

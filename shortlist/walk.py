@@ -1,0 +1,308 @@
+"""One catalog worker: its families walked level by level, on one model and one Scorer.
+
+What does not scale with ~100 families is paid once per worker process: the model loads once, one
+Scorer serves every family, the fast engine checks itself once. Every family samples the same
+number of rows (tasks x group: one batch shape), and its static cache length is rounded up to a
+power of two (tier()), so the whole catalog compiles a handful of shapes, not one per prompt length.
+Tasks are built ahead in processes of their own (Builders): generating them is CPU work that
+varies wildly (sokoban's easiest level takes ~30 s a task on one core, most families milliseconds),
+so it runs beside the GPU. Of the families ready, one with shorter prompts goes first, and one
+whose tasks were slow to build goes last (its scorer builds them again before scoring).
+
+    python -m shortlist.walk <job.json>     # what catalog.run starts once per GPU
+"""
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing as mp
+import os
+import signal
+import sys
+import time
+from collections import deque
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+
+from shortlist import catalog, curricula, families, output
+from shortlist.catalog import Failure, Plan, Row, Walk
+from shortlist.errors import OneLine
+
+SLOW_TASK_S = 0.25  # a family whose tasks take longer each to build is screened after the others
+
+
+@dataclass(frozen=True)
+class Built:
+    """A family x level's tasks, built (or why they could not be)."""
+    family: str
+    level: int | None
+    where: curricula.Level | None  # None where the level could not be written as a spec
+    built: families.Family | None
+    tasks: list | None
+    sha: str | None
+    error: str | None
+    seconds: float = 0.0  # to build the tasks
+
+
+def build(name: str, level: int | None, first_seed: int, n: int) -> Built:
+    """The tasks of a family at a level: what a builder process runs. Never raises: a failure is data."""
+    where, started = None, time.perf_counter()
+    try:
+        where = curricula.at(name, level)
+        family = families.parse(where.spec)  # the family's own validate(): impossible configs fail here
+        tasks = family.tasks(range(first_seed, first_seed + n))
+        return Built(name, level, where, family, tasks, families.fingerprint(tasks), None,
+                     time.perf_counter() - started)
+    except Exception as e:  # noqa: BLE001  a family that cannot be built is listed with its reason
+        why = one_line(e)  # the failure records the spec beside the reason: said once is enough
+        return Built(name, level, where, None, None, None, why.removeprefix(f"{where.spec}: ") if where else why)
+
+
+def one_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return (text if isinstance(e, OneLine) else f"{type(e).__name__}: {text}".rstrip(": "))[:300]
+
+
+class Builders:
+    """Tasks built in `processes` processes of their own (0: in this one, when asked for)."""
+
+    def __init__(self, processes: int, first_seed: int, n: int):
+        self.args, self.queued, self.running, self.ready = (first_seed, n), deque(), {}, []
+        # spawn: a builder needs Reasoning Gym, not this process's CUDA context or threads
+        self.pool = ProcessPoolExecutor(processes, mp_context=mp.get_context("spawn"), initializer=_builder_start,
+                                        initargs=(os.getpid(),)) if processes else None
+
+    @property
+    def pending(self) -> int:
+        return len(self.queued) + len(self.running) + len(self.ready)
+
+    def submit(self, name: str, level: int | None) -> None:
+        if self.pool is None:
+            self.queued.append((name, level))
+            return
+        try:
+            self.running[self.pool.submit(build, name, level, *self.args)] = (name, level)
+        except Exception as e:  # noqa: BLE001  a broken pool (a builder was killed): this level fails, not the run
+            self.ready.append(Built(name, level, None, None, None, None, f"the task builder died: {one_line(e)}"))
+
+    def next(self, timeout: float | None) -> Built | None:
+        """A built level (the one with the shortest prompts among those ready), or None after timeout."""
+        if self.pool is None:
+            return build(*self.queued.popleft(), *self.args) if self.queued else None
+        if not self.ready and self.running:
+            wait(self.running, timeout=timeout, return_when=FIRST_COMPLETED)
+        for future in [f for f in self.running if f.done()]:
+            name, level = self.running.pop(future)
+            try:
+                self.ready.append(future.result())
+            except Exception as e:  # noqa: BLE001  the builder process died (killed, out of memory)
+                self.ready.append(Built(name, level, None, None, None, None, f"the task builder died: {one_line(e)}"))
+        if not self.ready:
+            return None
+        best = first(self.ready)
+        self.ready.remove(best)
+        return best
+
+    def close(self) -> None:
+        """Stop at once: a build still running (the budget ran out) is killed, not waited for."""
+        if self.pool is None:
+            return
+        kill = getattr(self.pool, "kill_workers", None)  # Python 3.14; before it, the pool's own processes
+        for process in ([] if kill else list(getattr(self.pool, "_processes", {}).values())):
+            process.kill()
+        if kill:
+            kill()
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+def first(ready: list[Built]) -> Built:
+    """Which ready level to screen first. Shorter prompts first: the static cache only grows, so
+    long prompts are best left to the end. Slow builds last: the scorer builds the same tasks again,
+    on the way to the next family."""
+    return min(ready, key=lambda b: (b.seconds / max(1, len(b.tasks or [])) > SLOW_TASK_S,
+                                     max((len(t["question"]) for t in b.tasks or []), default=0)))
+
+
+def _builder_start(parent: int) -> None:
+    """A builder prints nothing (some generators write to stdout, from C too: the shortlist goes
+    there), and ends when its worker does, however the worker ended (a kill leaves no time to stop it)."""
+    import threading
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.close(devnull)
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(1)
+        os._exit(1)
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def tier(need: int, limit: int | None) -> int:
+    """The static cache length for prompts of up to `need` tokens with their completions: the next
+    power of two, so that ~100 families share a handful of compiled shapes (never past the model's)."""
+    from shortlist import sampling
+    length = max(sampling.CACHE_QUANTUM, 1 << max(0, need - 1).bit_length())
+    return min(length, limit) if limit and limit >= need else length
+
+
+class Screener:
+    """The model and the Scorer, loaded at the first screen (a run whose rows are all kept loads neither)."""
+
+    def __init__(self, p: Plan):
+        self.p, self.loaded, self.sampler, self.scorer = p, None, None, None
+
+    def screen(self, b: Built) -> Row | Failure:
+        from shortlist import models, sampling, screening, scoring
+        from shortlist.trainee import Trainee
+        if self.loaded is None:
+            trainee = Trainee.from_dict(self.p.trainee)
+            self.loaded = sampling.load(trainee.model)
+            self.sampler = sampling.Sampler(self.loaded, trainee, batch_size=self.p.batch)
+            self.scorer = scoring.Scorer(deadline_s=self.p.score_deadline_s)
+        trainee, started = self.sampler.trainee, time.perf_counter()
+        try:
+            prompts = sampling.prompt_ids(self.loaded.tokenizer, trainee, [t["question"] for t in b.tasks])
+            self.sampler.min_cache_len = tier(max(map(len, prompts)) + trainee.max_new_tokens,
+                                              models.positions(self.loaded.model.config))
+            s = screening.screen_tasks(self.sampler, self.scorer, b.built, b.tasks, self.p.seed)
+        except Exception as e:  # noqa: BLE001  a prompt longer than the model holds, a scorer gone wrong...
+            return Failure(b.family, b.level, b.where.spec, "screen", one_line(e))
+        return Row.from_screen(b.where, s, b.sha, time.perf_counter() - started)
+
+    def record(self) -> dict:
+        if self.loaded is None:
+            return {"device": "none (nothing screened)", "engine": {}, "scoring": {}, "model": None}
+        import torch
+        from shortlist import engine
+        device = torch.cuda.get_device_name(0) if self.loaded.model.device.type == "cuda" else "cpu"
+        return {"device": device, "engine": engine.status(), "scoring": self.scorer.settings(),
+                "model": self.loaded.source}
+
+    def close(self) -> None:
+        if self.scorer is not None:
+            self.scorer.close()
+
+
+class _Family:
+    """One family's walk in this worker: rows kept from an earlier run are its cache."""
+
+    def __init__(self, p: Plan, name: str):
+        old = catalog.read_walk(p.out, name)
+        self.cache = {r.level: r for r in old.rows} if old and old.identity == p.identity() else {}
+        self.walk = Walk(name, p.identity(), next=curricula.first(name))
+        self.notes: list[list] = []  # [first level, last level, what happened]
+        self.seconds = 0.0
+
+    def note(self, level: int | None, what: str) -> None:
+        what = what if len(what) <= 90 else what[:89] + "…"
+        if self.notes and self.notes[-1][2] == what:  # a curriculum whose every level fails says so once
+            self.notes[-1][1] = level
+        else:
+            self.notes.append([level, level, what])
+
+    def progress(self) -> str:
+        return "; ".join(f"{_level(a)}{'' if a == b else '-' + str(b)} {what}" for a, b, what in self.notes)
+
+
+def work(p: Plan, log=print) -> None:
+    """Walk every family of the plan, writing each walk as it goes, until done or out of budget."""
+    started = time.perf_counter()
+    walks = {name: _Family(p, name) for name in p.families}
+    builders = Builders(p.builders or 0, p.first_seed, p.tasks)
+    screener, counts = Screener(p), {"screened": 0, "kept": 0, "finished": 0}
+
+    def save(f: _Family, **changes) -> None:
+        f.walk = dataclasses.replace(f.walk, **changes)
+        catalog.write_walk(p.out, f.walk)
+
+    def finish(f: _Family) -> None:
+        save(f, next=None, done=True)
+        counts["finished"] += 1
+        good = [_level(r.level) for r in f.walk.rows if r.verdict == "improves"]
+        log(f"{p.label} [{counts['finished']}/{len(walks)}] {f.walk.family}: {f.progress()} -> "
+            + (f"improves at {', '.join(good)}" if good else "no level improves") + f" ({f.seconds:.0f} s)")
+
+    def after(row: Row) -> int | None:
+        """Where the walk goes from a screened level: nowhere without --levels, or past "too hard"."""
+        return curricula.following(row.family, row.level) if p.walk and row.verdict != "too hard" else None
+
+    def advance(f: _Family, level: int | None) -> None:
+        """From this level (None: a family's only one, without a curriculum), take kept rows as they
+        come; submit the first level that needs screening, or finish."""
+        name = f.walk.family
+        while True:
+            try:
+                spec = curricula.at(name, level).spec
+            except curricula.LevelError as e:
+                f.note(level, f"failed to build: {e}")
+                save(f, failures=f.walk.failures + (Failure(name, level, None, "build", str(e)),))
+                level = curricula.following(name, level)
+            else:
+                kept = f.cache.get(level)
+                if kept is None or kept.spec != spec:
+                    save(f, next=level)
+                    builders.submit(name, level)
+                    return
+                counts["kept"] += 1
+                f.note(level, f"{kept.verdict} (kept)")
+                save(f, rows=f.walk.rows + (kept,))
+                level = after(kept)
+            if level is None:
+                return finish(f)
+
+    def go_on(f: _Family, level: int | None) -> None:
+        return finish(f) if level is None else advance(f, level)
+
+    def out_of_budget() -> bool:
+        return p.deadline is not None and catalog.clock() >= p.deadline
+
+    try:
+        for f in walks.values():
+            advance(f, f.walk.next)
+        while builders.pending and not out_of_budget():
+            b = builders.next(None if p.deadline is None else max(0.0, p.deadline - catalog.clock()))
+            if b is None or out_of_budget():
+                break  # the walk's file keeps where it was: "not reached" from that level
+            f = walks[b.family]
+            if b.error:
+                f.note(b.level, f"failed to build: {b.error}")
+                save(f, failures=f.walk.failures + (Failure(b.family, b.level, b.where and b.where.spec, "build",
+                                                            b.error),))
+                go_on(f, curricula.following(b.family, b.level))
+                continue
+            result = screener.screen(b)
+            counts["screened"] += 1
+            if isinstance(result, Failure):  # the levels above would fail the same way (longer prompts)
+                f.note(b.level, f"failed to screen: {result.reason}")
+                save(f, failures=f.walk.failures + (result,))
+                finish(f)
+                continue
+            f.seconds += result.seconds
+            f.note(b.level, f"{result.verdict} (p(1-p) {result.learnability:.3f})")
+            save(f, rows=f.walk.rows + (result,))
+            go_on(f, after(result))
+    finally:
+        builders.close()
+        record = {"run": p.run, "label": p.label, "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+                  "families": len(walks), "builders": p.builders or 0, **counts, **screener.record(),
+                  "seconds": round(time.perf_counter() - started, 1)}
+        screener.close()
+        output.write_json(Path(p.out) / "workers" / f"{p.label.replace(' ', '')}.json", record)
+
+
+def _level(level: int | None) -> str:
+    return "default" if level is None else f"L{level}"
+
+
+def main(job: str) -> int:
+    """A worker process: its share of the plan, on the one GPU it sees."""
+    p = Plan(**output.read_json(Path(job)))
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stopped: builders killed, the walks as written
+    work(p, log=lambda line: print(line, file=sys.stderr, flush=True))
+    return 0
+
+
+if __name__ == "__main__":
+    from shortlist import walk  # the module proper, not __main__: what the builders' pickles name
+    sys.exit(walk.main(sys.argv[1]))
