@@ -95,7 +95,8 @@ def predict(settings: Settings, log=print) -> tuple[dict, str]:
         log(f"kept the predictions committed at {body['written_at']} (sha256 {sha})")
         return body, sha
 
-    from shortlist import sampling, screening, scoring
+    from shortlist import compile_cache, sampling, screening, scoring
+    compile_cache.use(files.compile_cache(settings.out))  # the families trained after this reuse it
     loaded = sampling.load(settings.model)
     sampler = sampling.Sampler(loaded, settings.sample_batch, settings.max_new_tokens, settings.fast)
     screens = []

@@ -17,7 +17,7 @@ import warnings
 from proof import commit, evaluate, files, provenance, stats
 from proof.settings import Settings
 from shortlist import families as families_
-from shortlist import sampling, scoring, trainee
+from shortlist import compile_cache, sampling, scoring, trainee
 
 # TRL's config still sets the alias transformers 5 renamed; the value (False) is what matters
 warnings.filterwarnings("ignore", message=r".*gradient_checkpointing.*deprecated", category=FutureWarning)
@@ -162,6 +162,7 @@ def run_family(settings: Settings, family: str, log=print) -> dict:
         return old
     work = files.work(settings.out, family.slug)
     started_at, timings = provenance.now(), {}
+    compile_cache.use(files.compile_cache(settings.out))  # what an earlier family compiled, this one reuses
     loaded = sampling.load(settings.model)
     with scoring.Scorer(deadline_s=settings.score_deadline_s) as scorer:
         before_path = work / "before.json"
