@@ -177,9 +177,11 @@ def run_family(settings: Settings, family: str, log=print) -> dict:
             timings["eval_before_s"] = time.perf_counter() - started
             files.write_json(before_path, {"predictions_sha256": sha, "evaluation": before})
         log(f"{family.key}: before training, accuracy {before['accuracy']:.3f}, mean score {before['mean_score']:.3f}")
+        sampling.release(loaded.model)  # the evaluation's cache: memory training needs on a T4
         started = time.perf_counter()
         trained, history = train(loaded, settings, family, scorer, str(work / "checkpoints"), log)
         timings["train_s"] = time.perf_counter() - started
+        sampling.release(trained)  # GRPO's cache and the trainer's leftovers, before the evaluation sizes its batch
         started = time.perf_counter()
         after = evaluate.evaluate(sampling.Sampler(sampling.Loaded(trained, loaded.tokenizer, loaded.source),
                                                    settings.sample_batch, settings.max_new_tokens,
