@@ -83,15 +83,16 @@ def seed_reward(family):
 
 
 # --- GRPO ------------------------------------------------------------------------------------
-def grpo_seconds_per_step(model_name: str, fast: bool, warmup: int, measured: int, out_dir: str) -> dict:
+def grpo_seconds_per_step(model_name: str, fast: bool, warmup: int, measured: int, out_dir: str,
+                          family_key: str = FAMILY) -> dict:
     from datasets import Dataset
     from peft import LoraConfig
     from transformers import PrinterCallback, TrainerCallback
     from trl import GRPOTrainer
 
-    s = settings_.make(model=model_name, families=[FAMILY], steps=warmup + measured, logging_steps=1,
+    s = settings_.make(model=model_name, families=[family_key], steps=warmup + measured, logging_steps=1,
                        checkpoint_every=0, fast=fast)
-    family = families.parse(FAMILY)
+    family = families.parse(family_key)
     loaded = sampling.load(model_name)
     rows = family.tasks(s.seed_ranges()["train"])
     dataset = Dataset.from_list([{"prompt": trainee.messages(r["question"]), "seed": r["seed"]} for r in rows])
