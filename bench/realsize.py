@@ -41,6 +41,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -142,6 +143,8 @@ def ours(args, record: Record) -> None:
     from shortlist import compile_cache, sampling, scoring
     w = workload(args)
     compile_cache.use(args.cache)
+    checkpoints = str(Path(args.work) / f"checkpoints-{Path(args.json).stem}")  # none written; nothing to resume
+    shutil.rmtree(checkpoints, ignore_errors=True)
     s = settings_.make(model=args.model, families=[w["family"].key], steps=args.steps, logging_steps=1,
                        checkpoint_every=0, max_new_tokens=w["max_new"], eval_n=len(w["eval_seeds"]),
                        sample_batch=0, fast=True)
@@ -161,8 +164,7 @@ def ours(args, record: Record) -> None:
         sampling.release(loaded.model)
         steps = record.phase("grpo", steps_s=[])["steps_s"]
         with clocked_steps(record, steps, deadline=args.deadline - args.reserve_s):
-            trained, _ = timed_phase(record, "grpo", lambda: train.train(loaded, s, w["family"], scorer,
-                                                                         str(Path(args.work) / "checkpoints"),
+            trained, _ = timed_phase(record, "grpo", lambda: train.train(loaded, s, w["family"], scorer, checkpoints,
                                                                          log=lambda line: print(line, flush=True)))
         sampling.release(trained)
         timed_phase(record, "eval_after", evaluation(trained),
@@ -299,9 +301,7 @@ def drive(args) -> None:
     work.mkdir(parents=True, exist_ok=True)
     end = time.time() + args.budget_s
     cache = work / "compile"
-    if cache.exists():
-        import shutil
-        shutil.rmtree(cache)  # ours-cold must start cold
+    shutil.rmtree(cache, ignore_errors=True)  # ours-cold must start cold
     report = {"command": " ".join([Path(sys.executable).name, *sys.argv]), "commit": commit(), "args": vars(args),
               "sides": {}}
     with open(out / "realsize.log", "a") as log:
