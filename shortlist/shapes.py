@@ -2,12 +2,13 @@
 
 Qwen3-0.6B cannot be downloaded on the GPU machine (no model hub) and its 2.4 GB of fp32 weights
 cannot be carried there, so the benchmarks build this instead, from code, in seconds:
-- the published Qwen3-0.6B config and generation_config, field for field (CONFIG, GENERATION;
-  checked against https://huggingface.co/Qwen/Qwen3-0.6B/raw/main/config.json as copied in
-  https://huggingface.co/TensorStack/TextEncoder/blob/main/Qwen-3-06B/config.json, the same 726
-  bytes as the original's listing; GENERATION is 239 bytes in Qwen's json.dumps(indent=4), as
-  https://huggingface.co/Qwen/Qwen3-0.6B/tree/main lists): 596 M parameters, 440 M without the
-  tied embedding, as Qwen's model card says;
+- the published Qwen3-0.6B config and generation_config, field for field (CONFIG, GENERATION).
+  Checked against https://huggingface.co/Qwen/Qwen3-0.6B/raw/main/config.json as copied in
+  https://huggingface.co/TensorStack/TextEncoder/blob/main/Qwen-3-06B/config.json, and by size:
+  https://huggingface.co/Qwen/Qwen3-0.6B/tree/main lists config.json at 726 bytes and
+  generation_config.json at 239, which CONFIG with torch_dtype "bfloat16" and
+  transformers_version "4.51.0" makes in json.dumps(indent=2), and GENERATION with that version in
+  json.dumps(indent=4). 596 M parameters, 440 M without the tied embedding, as Qwen's card says;
 - seeded random weights. They never choose <|im_end|> on purpose (1 in 151936 per token), so
   every completion runs the full max_new_tokens: the worst case for time and memory;
 - a byte-level BPE tokenizer with Qwen2's pre-tokenizer (digits one by one, words whole), trained

@@ -27,6 +27,16 @@ def test_config_is_qwen3_0_6b_as_published():
     assert total == 596_049_920 and total - 151936 * 1024 == 440_467_456  # "0.6B, 0.44B non-embedding"
 
 
+def test_fields_make_the_published_files_byte_for_byte_in_size():
+    import json
+    # Qwen/Qwen3-0.6B lists config.json at 726 bytes and generation_config.json at 239 (sorted keys,
+    # transformers 4.51's json.dumps): a field more or less, or a value of another length, would not match
+    config = shapes.CONFIG | {"torch_dtype": "bfloat16", "transformers_version": "4.51.0"}
+    generation = shapes.GENERATION | {"transformers_version": "4.51.0"}
+    assert len(json.dumps(dict(sorted(config.items())), indent=2)) == 726
+    assert len(json.dumps(dict(sorted(generation.items())), indent=4)) == 239
+
+
 def test_every_id_the_model_can_emit_decodes(small):
     tok = small.tokenizer
     ids = list(range(small.model.config.vocab_size))
