@@ -29,9 +29,14 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from proof import provenance, settings as settings_, train  # noqa: E402
-from shortlist import families, sampling, scoring, trainee  # noqa: E402
+from shortlist import families, sampling, scoring, trainee as trainee_  # noqa: E402
 
 FAMILY = "chain_sum(max_terms=2, max_digits=1)"
+TRAINEE = "qwen3"  # the default trainee's prompt and sampling, on whichever model is measured
+
+
+def bench_trainee(max_new: int) -> trainee_.Trainee:
+    return trainee_.resolve(TRAINEE).replace(max_new_tokens=max_new)
 
 
 def sync() -> None:
@@ -57,7 +62,7 @@ def seed_sample(loaded, questions: list[str], n: int, greedy: bool, max_new: int
     out = []
     rows = max(1, 32 // n)
     for i in range(0, len(questions), rows):
-        texts = [tok.apply_chat_template(trainee.messages(q), tokenize=False, add_generation_prompt=True,
+        texts = [tok.apply_chat_template(bench_trainee(max_new).messages(q), tokenize=False, add_generation_prompt=True,
                                          enable_thinking=False) for q in questions[i:i + rows]]
         enc = tok(texts, return_tensors="pt", padding=True).to(model.device)
         with torch.no_grad():
@@ -72,7 +77,7 @@ def seed_reward(family):
     def reward(prompts, completions, seed, **_):  # the dataset is rebuilt for every answer, as the seed did
         scores = []
         for s, c in zip(seed, completions):
-            answer = trainee.clean(c[0]["content"] if isinstance(c, list) else c)
+            answer = trainee_.resolve(TRAINEE).clean(c[0]["content"] if isinstance(c, list) else c)
             ds = reasoning_gym.create_dataset(family.name, seed=s, size=1, **family.config)
             try:
                 scores.append(float(ds.score_answer(answer=answer, entry=ds[0])))
@@ -83,21 +88,22 @@ def seed_reward(family):
 
 
 # --- GRPO ------------------------------------------------------------------------------------
-def grpo_seconds_per_step(model_name: str, fast: bool, warmup: int, measured: int, out_dir: str) -> dict:
+def grpo_seconds_per_step(model_name: str, fast: bool, warmup: int, measured: int, out_dir: str,
+                          family_key: str = FAMILY) -> dict:
     from datasets import Dataset
     from peft import LoraConfig
     from transformers import PrinterCallback, TrainerCallback
     from trl import GRPOTrainer
 
-    s = settings_.make(model=model_name, families=[FAMILY], steps=warmup + measured, logging_steps=1,
+    s = settings_.make(model=model_name, trainee=TRAINEE, families=[family_key], steps=warmup + measured, logging_steps=1,
                        checkpoint_every=0, fast=fast)
-    family = families.parse(FAMILY)
+    family = families.parse(family_key)
     loaded = sampling.load(model_name)
     rows = family.tasks(s.seed_ranges()["train"])
-    dataset = Dataset.from_list([{"prompt": trainee.messages(r["question"]), "seed": r["seed"]} for r in rows])
+    dataset = Dataset.from_list([{"prompt": s.profile.messages(r["question"]), "seed": r["seed"]} for r in rows])
     ends, reward_seconds = [], []
     scorer = scoring.Scorer() if fast else None
-    inner = train.reward_function(scorer, family) if fast else seed_reward(family)
+    inner = train.reward_function(scorer, family, s.profile) if fast else seed_reward(family)
 
     def reward(prompts, completions, seed, **kw):
         result, seconds = timed(lambda: inner(prompts, completions, seed, **kw))
@@ -133,10 +139,11 @@ def grpo_seconds_per_step(model_name: str, fast: bool, warmup: int, measured: in
 def sampling_rates(loaded, questions: list[str], k: int, max_new: int, batch: int) -> dict:
     torch.manual_seed(0)
     seed_ids, seed_s = timed(lambda: seed_sample(loaded, questions, k, False, max_new))
-    sampler = sampling.Sampler(loaded, batch, max_new, fast=True)
+    t = bench_trainee(max_new)
+    sampler = sampling.Sampler(loaded, t, batch, fast=True)
     _, warm_s = timed(lambda: sampler.complete(questions[:max(1, batch // k)], k=k))
-    rows = [ids for ids in sampling.prompt_ids(loaded.tokenizer, questions) for _ in range(k)]
-    config = sampling.generation_config(loaded.model, loaded.tokenizer, False, max_new, True,
+    rows = [ids for ids in sampling.prompt_ids(loaded.tokenizer, t, questions) for _ in range(k)]
+    config = sampling.generation_config(loaded.model, loaded.tokenizer, t, False, True,
                                         sampling.cache_length(rows, max_new))
     ours_ids, ours_s = timed(lambda: sampling.generate_ids(loaded.model, rows, config, batch,
                                                            loaded.tokenizer.pad_token_id, sampler.eos, True))
@@ -149,11 +156,12 @@ def sampling_rates(loaded, questions: list[str], k: int, max_new: int, batch: in
 def evaluation_seconds(loaded, questions: list[str], max_new: int, batches: list[int]) -> dict:
     reference, seed_s = timed(lambda: seed_sample(loaded, questions, 1, True, max_new))
     out = {"seed_seconds": seed_s, "ours": {}}
+    t = bench_trainee(max_new)
     for batch in batches:
-        sampler = sampling.Sampler(loaded, batch, max_new, fast=True)
+        sampler = sampling.Sampler(loaded, t, batch, fast=True)
         _, warm_s = timed(lambda: sampler.complete(questions[:batch], greedy=True))
-        rows = sampling.prompt_ids(loaded.tokenizer, questions)
-        config = sampling.generation_config(loaded.model, loaded.tokenizer, True, max_new, True,
+        rows = sampling.prompt_ids(loaded.tokenizer, t, questions)
+        config = sampling.generation_config(loaded.model, loaded.tokenizer, t, True, True,
                                             sampling.cache_length(rows, max_new))
         ids, seconds = timed(lambda: sampling.generate_ids(loaded.model, rows, config, batch,
                                                            loaded.tokenizer.pad_token_id, sampler.eos, True))
@@ -171,7 +179,7 @@ def main() -> None:
     ap.add_argument("--measured", type=int, default=4)
     args = ap.parse_args()
     quick = args.quick
-    max_new = 16 if quick else trainee.MAX_NEW_TOKENS
+    max_new = 16 if quick else trainee_.resolve(TRAINEE).max_new_tokens
     family = families.parse(FAMILY)
     loaded = sampling.load(args.model)
     screen_q = [t["question"] for t in family.tasks(range(500, 500 + (4 if quick else 24)))]
@@ -179,7 +187,7 @@ def main() -> None:
     report = {"model": args.model, "family": FAMILY, "max_new_tokens": max_new, **provenance.stamp()}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    phases = [("sampling", lambda: sampling_rates(loaded, screen_q, trainee.GROUP, max_new, 32)),
+    phases = [("sampling", lambda: sampling_rates(loaded, screen_q, trainee_.resolve(TRAINEE).group, max_new, 32)),
               ("evaluation", lambda: evaluation_seconds(loaded, eval_q, max_new, [32] if quick else [32, 200]))]
     for name, fast in (("seed", False), ("ours", True)):
         phases.append((f"grpo_{name}", lambda fast=fast, name=name: grpo_seconds_per_step(

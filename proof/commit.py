@@ -120,11 +120,12 @@ def predict(settings: Settings, log=print) -> tuple[dict, str]:
         log(f"kept the predictions committed at {body['written_at']} (sha256 {sha})")
         return body, sha
 
-    from shortlist import engine, models, sampling, screening, scoring
+    from shortlist import compile_cache, engine, models, sampling, screening, scoring
     files.check_writable(settings.out)
     trainee = settings.profile
     models.check_fits(models.model_config(trainee.model), trainee)
     tasks = {key: task_fingerprints(settings, key) for key in settings.families}
+    compile_cache.use(files.compile_cache(settings.out))  # the families trained after this reuse it
     loaded = sampling.load(trainee.model)
     sampler = sampling.Sampler(loaded, trainee, settings.sample_batch, settings.fast)
     with scoring.Scorer(deadline_s=settings.score_deadline_s) as scorer:

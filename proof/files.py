@@ -3,6 +3,7 @@
     <out>/predictions.json, predictions.sha256     committed before any training
     <out>/families/<slug>.json                     one result per family (or why it failed)
     <out>/work/<slug>/                             what a rerun resumes from: evaluation, checkpoints
+    <out>/work/compile/                            torch.compile's caches, shared by every family
     <out>/notebooks/*.ipynb                        the executed notebooks
     <out>/report.html                              the rendered report
 
@@ -39,6 +40,10 @@ def result(out, slug: str) -> Path:
 
 def work(out, slug: str) -> Path:
     return Path(out) / "work" / slug
+
+
+def compile_cache(out) -> Path:
+    return Path(out) / "work" / "compile"
 
 
 def notebooks(out) -> Path:

@@ -22,7 +22,7 @@ from proof.records import Evaluation, FamilyResult
 from proof.settings import Settings
 from shortlist import engine
 from shortlist import families as families_
-from shortlist import models, sampling, scoring
+from shortlist import compile_cache, models, sampling, scoring
 from shortlist.trainee import Trainee
 
 # TRL's config still sets the alias transformers 5 renamed; the value (False) is what matters
@@ -63,6 +63,13 @@ def reward_function(scorer: scoring.Scorer, family: families_.Family, trainee: T
     return reward
 
 
+# Trainer's torch_compile, by region: one decoder layer compiled and reused for all of them (accelerate's
+# compile_regions; embedding, norm and head apart) instead of the whole model. Measured on the CPU
+# (bench/results/compile_probe.cpu.txt), 28-layer Qwen3 with LoRA: 247 s to compile instead of 790 s,
+# a second process's first two calls 40 s instead of 102 s, steady calls no slower.
+REGIONAL_COMPILATION = True
+
+
 def fast_trainer(**kwargs):
     """A GRPOTrainer whose generation step runs on a sampling.InferenceCopy of the model.
 
@@ -77,6 +84,12 @@ def fast_trainer(**kwargs):
         def __init__(self, *args, engine: sampling.InferenceCopy, **kw):
             super().__init__(*args, **kw)
             self.engine, self._synced_at = engine, None
+
+        def _build_accelerator_args(self, **kw):
+            args = super()._build_accelerator_args(**kw)
+            if "dynamo_plugin" in args:  # read where torch_compile is on
+                args["dynamo_plugin"].use_regional_compilation = REGIONAL_COMPILATION
+            return args
 
         def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
             if self.use_vllm or self.use_transformers_continuous_batching or images or multimodal_fields \
@@ -254,6 +267,7 @@ def evaluate_before(run: Run, log=print) -> Evaluation:
     """The held-out tasks, greedily, before training: stored, so a resumed run does not redo it."""
     if run.done:
         return run.done.before
+    compile_cache.use(files.compile_cache(run.settings.out))  # what an earlier family compiled, this one reuses
     run.loaded = run.loaded or sampling.load(run.settings.profile.model)
     run.scorer = run.scorer or scoring.Scorer(deadline_s=run.settings.score_deadline_s)
     path = run.work / "before.json"
@@ -283,9 +297,11 @@ def train_family(run: Run, log=print) -> list[dict]:
     """GRPO + LoRA on the family's own reward; returns the reward curve."""
     if run.done:
         return list(run.done.reward_curve)
+    sampling.release(run.loaded.model)  # the evaluation's cache: memory training needs on a T4
     run.trained, run.history = train(run.loaded, run.settings, run.family, run.tasks["train"], run.scorer,
                                      str(run.work / "checkpoints"), run.books, log)
     run.books.engine["train"] = engine.status()
+    sampling.release(run.trained)  # GRPO's cache and the trainer's leftovers, before the evaluation sizes its batch
     return curve(run.history)
 
 

@@ -32,7 +32,7 @@ from shortlist.trainee import Trainee
 
 SAMPLE_BATCH = defaults.SAMPLE_BATCH
 CPU_BATCH = 32  # GRPO's own generation batch (4 prompts x 8), what auto_batch takes without a GPU
-MEMORY_SHARE = 0.4  # of the GPU memory free when sampling starts, what auto_batch lets the KV cache take
+MEMORY_SHARE = 0.4  # of the GPU memory this process can still take, what auto_batch lets the KV cache take
 ENGINE_FIELDS = {"cache_implementation", "disable_compile", "max_cache_len"}  # how, not what, fast changes
 CACHE_QUANTUM = 64  # static cache lengths are rounded up to this, so a new prompt length rarely recompiles
 REPETITIVE_MIN_TOKENS = 16  # shorter completions are never called repetitive
@@ -142,16 +142,39 @@ def reference(config: GenerationConfig) -> GenerationConfig:
 
 def auto_batch(model, rows: int, length: int) -> int:
     """How many sequences one call takes: all of them if their static cache fits in MEMORY_SHARE of
-    the free GPU memory, else as many as do. Measured on an H200 (bench/results): evaluating 200
-    tasks in one batch of 200 took 0.31 s against 0.72-0.94 s in batches of 32; a T4 holds far fewer."""
+    the memory this process can still take (available_memory), else as many as do. Measured on an
+    H200 (bench/results): evaluating 200 tasks in one batch of 200 took 0.31 s against 0.72-0.94 s
+    in batches of 32; a T4 holds far fewer."""
     if model.device.type != "cuda":
         return min(rows, CPU_BATCH)
     text = model.config.get_text_config()
     heads = getattr(text, "num_key_value_heads", None) or text.num_attention_heads
     head_dim = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
     per_row = 2 * text.num_hidden_layers * heads * head_dim * length * model.dtype.itemsize + 8 * text.vocab_size
-    free, _ = torch.cuda.mem_get_info(model.device)
-    return max(1, min(rows, int(free * MEMORY_SHARE // per_row)))
+    return max(1, min(rows, int(available_memory(model.device) * MEMORY_SHARE // per_row)))
+
+
+def available_memory(device) -> int:
+    """Bytes this process can still allocate on a GPU: what the GPU has free plus what torch holds
+    unused, and no more than a per-process memory fraction leaves (set_per_process_memory_fraction:
+    a T4's 15 GB on a bigger GPU, or a share of one), less what this process already uses."""
+    free, total = torch.cuda.mem_get_info(device)
+    allocated = torch.cuda.memory_allocated(device)
+    available = free + torch.cuda.memory_reserved(device) - allocated
+    fraction = getattr(torch.cuda, "get_per_process_memory_fraction", None)  # torch >= 2.9
+    if fraction is not None:
+        available = min(available, int(fraction(device) * total) - allocated)
+    return max(0, available)
+
+
+def release(model) -> None:
+    """Give back the static cache sampling keeps on a model (sized to fill MEMORY_SHARE: GBs on a
+    T4) once the model will not sample again at that size, and collect what is no longer held."""
+    import gc
+    model.__dict__.pop("_shortlist_cache", None)
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 def cache_length(rows: list[list[int]], max_new_tokens: int) -> int:

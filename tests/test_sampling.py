@@ -104,12 +104,34 @@ def test_auto_batch_takes_what_fits(tiny_model, monkeypatch):
     assert sampling.auto_batch(tiny_model.model, 200, 256) == sampling.CPU_BATCH  # no GPU: GRPO's batch
     assert sampling.auto_batch(tiny_model.model, 5, 256) == 5
 
-    class OnGpu:  # the tiny model's shape, on a GPU with 1 GiB free
+    class OnGpu:  # the tiny model's shape, on an 80 GiB GPU
         config, dtype, device = tiny_model.model.config, torch.float32, torch.device("cuda")
-    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device: (1 << 30, 80 << 30))
+    gpu = {"free": 1 << 30, "reserved": 0, "allocated": 0, "fraction": 1.0}
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device: (gpu["free"], 80 << 30))
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device: gpu["reserved"])
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device: gpu["allocated"])
+    monkeypatch.setattr(torch.cuda, "get_per_process_memory_fraction", lambda device: gpu["fraction"])
     per_row = 2 * 2 * 2 * 16 * 256 * 4 + 8 * tiny_model.model.config.vocab_size  # K and V, 2 layers, 2 heads x 16
-    assert sampling.auto_batch(OnGpu, 10**6, 256) == int((1 << 30) * sampling.MEMORY_SHARE // per_row)
+    fits = lambda available: int(available * sampling.MEMORY_SHARE // per_row)  # noqa: E731
+    assert sampling.auto_batch(OnGpu, 10**6, 256) == fits(1 << 30)
     assert sampling.auto_batch(OnGpu, 200, 256) == 200
+    # what torch holds but does not use is free to this process
+    gpu.update(free=1 << 30, reserved=4 << 30, allocated=3 << 30)
+    assert sampling.auto_batch(OnGpu, 10**6, 256) == fits(2 << 30)
+    # a T4's 15 GiB set as a per-process fraction caps it, however much the GPU has free
+    gpu.update(free=60 << 30, reserved=4 << 30, allocated=3 << 30, fraction=15 / 80)
+    assert sampling.auto_batch(OnGpu, 10**6, 256) == fits(12 << 30)
+    gpu.update(free=60 << 30, reserved=15 << 30, allocated=15 << 30)
+    assert sampling.auto_batch(OnGpu, 10**6, 256) == 1  # nothing left: one row at a time, never zero
+
+
+def test_release_gives_the_cache_back_and_sampling_goes_on(tiny_model):
+    sampler = sampling.Sampler(tiny_model, max_new_tokens=6, fast=True)
+    first = sampler.complete(QUESTIONS, greedy=True)
+    assert "_shortlist_cache" in tiny_model.model.__dict__
+    sampling.release(tiny_model.model)
+    assert "_shortlist_cache" not in tiny_model.model.__dict__
+    assert sampler.complete(QUESTIONS, greedy=True) == first
 
 
 def test_the_fast_engine_changes_only_engine_fields(grpo_trainer):

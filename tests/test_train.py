@@ -121,6 +121,11 @@ def fast_and_trl(tmp_path_factory):
     return trainer, rows
 
 
+def test_the_fast_trainer_compiles_by_region(fast_and_trl):
+    trainer, _ = fast_and_trl  # where torch_compile is on (a GPU), accelerate compiles one layer for all
+    assert trainer.accelerator.state.dynamo_plugin.use_regional_compilation is train.REGIONAL_COMPILATION is True
+
+
 def test_inference_copy_syncs_every_lora_layer(fast_and_trl):
     trainer, _ = fast_and_trl
     assert trainer.engine.sync(trainer.model) == 2 * 7  # 2 layers x (q, k, v, o, gate, up, down)

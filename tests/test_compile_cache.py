@@ -1,0 +1,86 @@
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from shortlist import compile_cache
+
+ROOT = Path(__file__).resolve().parent.parent
+# a compiled matmul, forward and backward, at three batch sizes: one extern kernel, so the CPU
+# compiles in about a second (no C++ to build), and counts() reports what the caches did
+SCRIPT = """
+import json, sys
+from shortlist import compile_cache
+compile_cache.use(sys.argv[1])
+import torch, torch._inductor.config
+torch._inductor.config.compile_threads = 1
+f = torch.compile(lambda x, w: torch.mm(x, w))
+w = torch.randn(16, 16, requires_grad=True)
+for rows in (8, 12, 20):
+    f(torch.randn(rows, 16), w).backward(torch.ones(rows, 16))
+print(json.dumps(compile_cache.counts()))
+"""
+
+
+def compile_in_a_new_process(folder) -> dict:
+    done = subprocess.run([sys.executable, "-c", SCRIPT, str(folder)], capture_output=True, text=True, cwd=ROOT,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(folder)}, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_second_process_hits_what_the_first_compiled(tmp_path):
+    folder = tmp_path / "out" / "work" / "compile"
+    first = compile_in_a_new_process(folder)
+    assert first["fx_graph"]["miss"] > 0 and first["fx_graph"]["hit"] == 0 and first["autograd"]["miss"] > 0
+    assert first["graphs"] == 2  # a static graph, then a dynamic one once the batch size changed
+    assert (folder / "inductor" / "fxgraph").is_dir() and (folder / "inductor" / "aotautograd").is_dir()
+    second = compile_in_a_new_process(folder)
+    assert second["fx_graph"] == {"hit": first["fx_graph"]["miss"] // 2, "miss": 0, "bypass": 0}
+    assert second["autograd"] == {"hit": 1, "miss": 0, "bypass": 0}
+    assert second["graphs"] == 1  # Dynamo's profile said the batch is dynamic: no static graph first
+
+
+def test_use_points_this_process_and_its_children_at_the_folder(tmp_path, monkeypatch):
+    import torch
+    import torch._functorch.config
+    import torch._inductor.config
+    for name in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_FX_GRAPH_CACHE",
+                 "TORCHINDUCTOR_AUTOGRAD_CACHE", "TORCH_COMPILE_JOB_ID"):
+        monkeypatch.setenv(name, "-")  # recorded, so that the test leaves the environment as it found it
+        monkeypatch.delenv(name)
+    monkeypatch.setattr(torch._inductor.config, "fx_graph_cache", False)
+    monkeypatch.setattr(torch._functorch.config, "enable_autograd_cache", False)
+    monkeypatch.setattr(torch.compiler.config, "job_id", None)
+    folder = compile_cache.use(tmp_path / "c")
+    from torch._inductor.runtime.cache_dir_utils import cache_dir
+    assert Path(cache_dir()) == folder / "inductor"
+    assert torch._inductor.config.fx_graph_cache and torch._functorch.config.enable_autograd_cache
+    child = subprocess.run([sys.executable, "-c", "import os; print(os.environ['TRITON_CACHE_DIR'])"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    assert child == str(folder / "triton")
+
+
+def test_predicting_compiles_into_the_run_folder(tmp_path, monkeypatch, no_model_loads):
+    from proof import commit, settings
+    s = settings.make("smoke", out=str(tmp_path / "run"))
+    used = []
+    monkeypatch.setattr(compile_cache, "use", used.append)
+    with pytest.raises(AssertionError, match="a model was loaded"):
+        commit.predict(s, log=lambda *_: None)
+    assert used == [Path(s.out) / "work" / "compile"]
+
+
+def test_training_a_family_compiles_into_the_run_folder(synthetic, monkeypatch, no_model_loads):
+    from proof import files, train
+    from shortlist import families
+    key = "chain_sum(max_terms=2, max_digits=1)"
+    s = synthetic({key: {"before": [0.0] * 4, "after": [1.0] * 4}})
+    files.result(s.out, families.parse(key).slug).unlink()  # not trained yet
+    used = []
+    monkeypatch.setattr(compile_cache, "use", used.append)
+    monkeypatch.setattr(train.commit, "tasks_verified", lambda *_: None)  # synthetic fingerprints are zeros
+    with pytest.raises(AssertionError, match="a model was loaded"):
+        train.run_family(s, key, log=lambda *_: None)
+    assert used == [Path(s.out) / "work" / "compile"]
