@@ -110,13 +110,14 @@ def memory_peak() -> dict:
 
 def timed_phase(record: Record, name: str, fn, **extra):
     """Run fn as one phase: seconds, peak memory, compile-cache counts."""
-    from shortlist import compile_cache
+    from shortlist import compile_cache, engine
     memory_reset()
     sync()
     started = time.perf_counter()
     out = fn()
     sync()
-    record.phase(name, seconds=time.perf_counter() - started, **memory_peak(), compile=compile_cache.counts(), **extra)
+    record.phase(name, seconds=time.perf_counter() - started, **memory_peak(), compile=compile_cache.counts(),
+                 engine=engine.status(), **extra)  # which decoder served: a fallback would make ours slow, not wrong
     return out
 
 
@@ -428,6 +429,10 @@ def table(report: dict) -> str:
              f"# model {report['args']['model']}: "
              f"{'quick: checks the script, measures nothing' if report['args']['quick'] else 'Qwen3-0.6B shape, random weights, fp32'}"
              f"; family {FAMILY}; <= {16 if report['args']['quick'] else 128} new tokens"]
+    for name in ("ours-cold", "ours-warm"):
+        served = sides.get(name, {}).get("phases", {}).get("eval_after", {}).get("engine")
+        if served:
+            lines.append(f"# {name}: engine {served.get('engine')}" + (f" ({served['why']})" if served.get("why") else ""))
     build = report.get("build", {}).get("phases", {}).get("build")
     if build:
         lines.append(f"# built in {build['seconds']:.1f} s")

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The GPU session behind bench/results/ and examples/, one step per command sent to the GPU machine
+# back to back (files in /root survive only ~30 s between commands; shared/docs/device.md).
+# Prepared here first: ../shared/tools/device-wheels transformers==5.24.0 (.whl/),
+# ../shared/tools/smollm2-chunks (.device-model/), and a copy of gguf-to-hf in .device/tools/.
+#
+#   step       carry                      does
+#   model-1    .device-model/p1           the first half of SmolLM2-135M-Instruct's GGUF
+#   model-2    .device-model/p2 .device   the whole GGUF, and the converter
+#   setup      .whl                       the pinned wheels (transformers apart, so that the image's
+#                                         own 5.17 can be tried), the HF folder, the engine under
+#                                         5.17 and 5.24
+#   realsize   .whl (if the machine is fresh)  bench/realsize.py at the Qwen3-0.6B shape, alone
+#   start      (none)                     in the background: the proof on SmolLM2 (3 easy families),
+#                                         the catalog screen, and the prompt candidates
+#   wait S     (none)                     waits up to S seconds for them, then copies what they wrote
+#
+# Everything the command measured lands in $OUT; copy it into bench/results/ or examples/.
+set -uo pipefail
+export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/out}
+PINNED="PYTHONPATH=/root/tf:/root/site:$PWD"   # requirements.txt's transformers 5.24.0
+IMAGE="PYTHONPATH=/root/site:$PWD"             # the machine's own transformers 5.17.0
+FAMILIES="products(max_digits=1), chain_sum(max_terms=2, max_digits=1), basic_arithmetic(max_terms=2, max_digits=1, operators=['+', '-'], allow_parentheses=False, allow_negation=False)"
+
+install() {
+  [ -d /root/tf/transformers ] && return 0
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /root/site \
+    $(ls .whl/*.whl | grep -v '/transformers-') || exit 1
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /root/tf \
+    .whl/transformers-*.whl || exit 1
+}
+
+versions() { env "$@" python3 -c "import torch, transformers, trl; print('torch', torch.__version__, 'transformers', transformers.__version__, 'trl', trl.__version__)"; }
+
+case "${1:?step}" in
+  model-1)
+    mkdir -p /root/m && cp .device-model/p1/part.00 /root/m/ && nvidia-smi -L ;;
+  model-2)
+    cat /root/m/part.00 .device-model/p2/part.01 > /root/smollm2.gguf && cp .device/tools/gguf-to-hf /root/ \
+      && sha256sum /root/smollm2.gguf ;;
+  setup)
+    install
+    env $PINNED python3 /root/gguf-to-hf /root/smollm2.gguf /root/smollm2 || exit 1
+    mkdir -p "$OUT"
+    for side in IMAGE PINNED; do
+      versions ${!side}
+      env ${!side} python3 bench/engine_check.py --model /root/smollm2 --trainee smollm2 \
+        --out "$OUT/engine_check.$side.json" 2>&1 | tail -12
+    done ;;
+  realsize)
+    install
+    versions $PINNED
+    env $PINNED SHORTLIST_COMMIT="${SHORTLIST_COMMIT:-unknown}" python3 bench/realsize.py --out "$OUT" --memory-gb 15 ;;
+  start)
+    mkdir -p /root/logs /root/repo  # a copy of the tree of its own: a later command's copy cannot change under it
+    tar --exclude=./.whl --exclude=./.device-model --exclude=./.device -cf - . | tar -xf - -C /root/repo
+    cd /root/repo && PINNED="PYTHONPATH=/root/tf:/root/site:/root/repo"
+    env $PINNED setsid nohup python3 -m proof run --trainee smollm2 --model /root/smollm2 \
+      --families "$FAMILIES" --set steps=40 --out /root/runs/smollm2 > /root/logs/proof.log 2>&1 &
+    env $PINNED setsid nohup python3 -m shortlist screen --all --trainee smollm2 --model /root/smollm2 \
+      --out /root/runs/catalog --budget-min "${CATALOG_MIN:-7}" > /root/logs/catalog.log 2>&1 &
+    env $PINNED setsid nohup python3 bench/smollm2_profile.py --model /root/smollm2 --write /root/smollm2.json \
+      --out /root/runs/smollm2_profile.json > /root/logs/profile.log 2>&1 &
+    sleep 5; tail -3 /root/logs/*.log ;;
+  wait)
+    end=$((SECONDS + ${2:-500}))
+    while pgrep -f "proof run|shortlist screen|smollm2_profile" > /dev/null && [ $SECONDS -lt $end ]; do sleep 10; done
+    pgrep -af "proof run|shortlist screen|smollm2_profile" || echo "all done after ${SECONDS} s"
+    mkdir -p "$OUT/smollm2" "$OUT/catalog" "$OUT/logs"
+    cp /root/logs/*.log "$OUT/logs/" 2>/dev/null
+    cp /root/runs/smollm2_profile.json /root/smollm2.json "$OUT/" 2>/dev/null
+    (cd /root/runs/smollm2 2>/dev/null && cp -r predictions.json predictions.sha256 families report.html notebooks \
+      "$OUT/smollm2/" 2>/dev/null)
+    (cd /root/runs/catalog 2>/dev/null && cp -r shortlist.* families "$OUT/catalog/" 2>/dev/null)
+    tail -5 /root/logs/*.log ;;
+  *) echo "unknown step $1" >&2; exit 2 ;;
+esac
