@@ -62,17 +62,17 @@ case "${1:?step}" in
       --out /root/runs/catalog --budget-min "${CATALOG_MIN:-7}" > /root/logs/catalog.log 2>&1 &
     env $PINNED setsid nohup python3 bench/smollm2_profile.py --model /root/smollm2 --write /root/smollm2.json \
       --out /root/runs/smollm2_profile.json > /root/logs/profile.log 2>&1 &
-    sleep 5; tail -3 /root/logs/*.log ;;
+    sleep 5; tail -n 3 /root/logs/*.log ;;
   wait)
     end=$((SECONDS + ${2:-500}))
     while pgrep -f "proof run|shortlist screen|smollm2_profile" > /dev/null && [ $SECONDS -lt $end ]; do sleep 10; done
     pgrep -af "proof run|shortlist screen|smollm2_profile" || echo "all done after ${SECONDS} s"
-    mkdir -p "$OUT/smollm2" "$OUT/catalog" "$OUT/logs"
-    cp /root/logs/*.log "$OUT/logs/" 2>/dev/null
+    mkdir -p "$OUT/catalog"
+    tar -czf "$OUT/logs.tgz" -C /root logs
     cp /root/runs/smollm2_profile.json /root/smollm2.json "$OUT/" 2>/dev/null
-    (cd /root/runs/smollm2 2>/dev/null && cp -r predictions.json predictions.sha256 families report.html notebooks \
-      "$OUT/smollm2/" 2>/dev/null)
-    (cd /root/runs/catalog 2>/dev/null && cp -r shortlist.* families "$OUT/catalog/" 2>/dev/null)
-    tail -5 /root/logs/*.log ;;
+    (cd /root/runs/smollm2 2>/dev/null && tar -czf "$OUT/smollm2.tgz" predictions.json predictions.sha256 families \
+      report.html notebooks 2>/dev/null)  # one file: a command brings back only a few
+    (cd /root/runs/catalog 2>/dev/null && cp shortlist.* "$OUT/catalog/" 2>/dev/null; tar -czf "$OUT/catalog/families.tgz" families 2>/dev/null)
+    tail -n 5 /root/logs/*.log ;;
   *) echo "unknown step $1" >&2; exit 2 ;;
 esac

@@ -325,6 +325,8 @@ def drive(args) -> None:
 
 
 def commit() -> str:
+    if os.environ.get("SHORTLIST_COMMIT"):  # a copied tree's .git may be another commit's (bench/device.sh)
+        return os.environ["SHORTLIST_COMMIT"]
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT,
                               check=True).stdout.strip()

@@ -80,12 +80,22 @@ def execute(notebook: Path, dest: Path, parameters: dict, gpu: str | None = None
 def papermill(notebook: str, dest: str, parameters: str) -> None:
     """One notebook through papermill's own API, in a process of its own (`python -m proof.runner`).
     The kernel talks over IPC, not TCP (ipykernel warns that TCP is unencrypted), and runs in the
-    notebook's folder, as Run All by hand does."""
+    notebook's folder, as Run All by hand does. Its sockets live in a private temporary folder: left to
+    jupyter_client's default (a relative "kernel-ipc"), they land in the kernel's working folder,
+    the repository's notebooks/, where a killed kernel leaves them behind."""
+    import shutil
+    import tempfile
+
     import papermill as pm
     from traitlets.config import Config
-    pm.execute_notebook(notebook, dest, parameters=json.loads(Path(parameters).read_text()), kernel_name="python3",
-                        log_output=True, progress_bar=False, cwd=str(Path(notebook).parent),
-                        config=Config({"KernelManager": {"transport": "ipc"}}))
+    sockets = tempfile.mkdtemp(prefix="shortlist-kernel-")  # short: a socket path holds at most 107 bytes
+    try:
+        pm.execute_notebook(notebook, dest, parameters=json.loads(Path(parameters).read_text()),
+                            kernel_name="python3", log_output=True, progress_bar=False,
+                            cwd=str(Path(notebook).parent),
+                            config=Config({"KernelManager": {"transport": "ipc", "ip": f"{sockets}/kernel"}}))
+    finally:
+        shutil.rmtree(sockets, ignore_errors=True)
 
 
 def failure(nb) -> str | None:

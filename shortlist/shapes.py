@@ -82,7 +82,7 @@ def config(**changes):
 
 def corpus() -> list[str]:
     from shortlist import families, trainee
-    return [trainee.SYSTEM_PROMPT] + [t["question"] for name in families.DEFAULT
+    return [trainee.QWEN3.system_prompt] + [t["question"] for name in families.DEFAULT
                                       for t in families.parse(name).tasks(CORPUS_SEEDS)]
 
 

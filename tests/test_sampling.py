@@ -126,7 +126,7 @@ def test_auto_batch_takes_what_fits(tiny_model, monkeypatch):
 
 
 def test_release_gives_the_cache_back_and_sampling_goes_on(tiny_model):
-    sampler = sampling.Sampler(tiny_model, max_new_tokens=6, fast=True)
+    sampler = sampling.Sampler(tiny_model, SMOKE.replace(max_new_tokens=6), fast=True)
     first = sampler.complete(QUESTIONS, greedy=True)
     assert "_shortlist_cache" in tiny_model.model.__dict__
     sampling.release(tiny_model.model)

@@ -56,11 +56,11 @@ def test_added_tokens_sit_at_qwen3s_ids(small):
 def test_tokenizes_like_qwen_digits_apart_words_whole(small):
     tok = small.tokenizer
     assert tok.tokenize("12 + 7") == ["1", "2", "Ġ+", "Ġ", "7"]
-    assert len(tok(trainee.SYSTEM_PROMPT)["input_ids"]) < 35  # ~1 token a word, as Qwen3's own
+    assert len(tok(trainee.QWEN3.system_prompt)["input_ids"]) < 35  # ~1 token a word, as Qwen3's own
 
 
 def test_chat_template_takes_enable_thinking(small):
-    off = small.tokenizer.apply_chat_template(trainee.messages("q"), add_generation_prompt=True, tokenize=False,
+    off = small.tokenizer.apply_chat_template(trainee.QWEN3.messages("q"), add_generation_prompt=True, tokenize=False,
                                               enable_thinking=False)
     assert off.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
 
@@ -69,5 +69,5 @@ def test_loads_with_qwen3s_generation_config_and_samples(small):
     g = small.model.generation_config
     assert (g.top_k, g.top_p, g.temperature, g.eos_token_id) == (20, 0.95, 0.6, [151645, 151643])
     torch.manual_seed(0)
-    out = sampling.Sampler(small, max_new_tokens=8).complete(["What is 1 + 1?"], k=2)
+    out = sampling.Sampler(small, trainee.QWEN3.replace(max_new_tokens=8)).complete(["What is 1 + 1?"], k=2)
     assert len(out) == 1 and len(out[0]) == 2 and all(isinstance(t, str) for t in out[0])
