@@ -208,6 +208,16 @@ def predictions_table(body: dict):
                                                "clipped")} | {"mean score": "{:.3f}", "mean p(1−p)": "{:.3f}"})
 
 
+def _p(resamples: int):
+    """A bootstrap p-value's format: 0 means no resample crossed, so it shows as below the resolution
+    (1/resamples), never as a p of exactly 0."""
+    def fmt(x) -> str:
+        if x is None or x != x:
+            return "–"
+        return f"&lt; {1 / resamples:.0e}".replace("e-0", "e-") if x == 0 else f"{x:.4f}"
+    return fmt  # escaped here: Styler escapes the strings it formats, not what a callable returns
+
+
 def _arrow(before, after, fmt="{:.3f}") -> str:
     return f"{fmt.format(before)} → {fmt.format(after)}"
 
@@ -231,7 +241,8 @@ def outcome_row(report: Report, key: str) -> dict:
 
 
 def outcomes_table(report: Report):
-    return _table([outcome_row(report, k) for k in report.body["families"]], {"p": "{:.4f}", "p (Holm)": "{:.4f}"})
+    p = _p(report.settings["bootstrap_n"])
+    return _table([outcome_row(report, k) for k in report.body["families"]], {"p": p, "p (Holm)": p})
 
 
 def learning_table(report: Report):
@@ -243,7 +254,8 @@ def learning_table(report: Report):
                      "gain in score": _ci(r.gain), "gain in accuracy [95% CI]": _ci(a["accuracy_gain"]),
                      "p": a["accuracy_gain"]["p"], "p (Holm)": report.across["holm"]["accuracy"][i],
                      "learning": a["learning"], "judged": a["judgement"]})
-    return _table(rows, {"p": "{:.4f}", "p (Holm)": "{:.4f}"})
+    p = _p(report.settings["bootstrap_n"])
+    return _table(rows, {"p": p, "p (Holm)": p})
 
 
 def format_table(report: Report):
@@ -268,7 +280,7 @@ def equivalence_table(report: Report):
                      "equivalent": "yes" if a["equivalence"]["equivalent"] else "no",
                      "SD of differences": a["difference_sd"], "detectable gain (80% power)": a["mde"],
                      "judged": a["judgement"]})
-    return _table(rows, {f"TOST p (±{margin})": "{:.4f}", "SD of differences": "{:.3f}",
+    return _table(rows, {f"TOST p (±{margin})": _p(report.settings["bootstrap_n"]), "SD of differences": "{:.3f}",
                          "detectable gain (80% power)": "{:.3f}"})
 
 
@@ -385,7 +397,7 @@ def family_summary(result: FamilyResult):
                     "mean score": _arrow(result.before.mean_score, result.after.mean_score),
                     "gain": result.gain["gain"], "p": result.gain["p"], "improved": result.improved,
                     "held": result.held, "minutes training": result.timings["train_s"] / 60}],
-                  {"gain": "{:+.3f}", "p": "{:.4f}", "minutes training": "{:.1f}"})
+                  {"gain": "{:+.3f}", "p": _p(result.settings["bootstrap_n"]), "minutes training": "{:.1f}"})
 
 
 def _engine_text(e: dict) -> str:

@@ -1,4 +1,5 @@
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -127,3 +128,14 @@ def test_model_text_is_escaped_in_every_table(synthetic):
                                  "after_answers": ["<script>alert(1)</script>"] * 200}})
     html = report.examples_table(report.load(s.out)).to_html()
     assert "<script>" not in html and "&lt;answer&gt;&lt;script&gt;" in html
+
+
+def test_a_p_value_no_resample_reached_shows_below_the_resolution_not_zero(synthetic):
+    s = synthetic({"products": {"before": [0.0] * 20, "after": [1.0] * 20},
+                   "chain_sum": {"before": [0.0, 1.0] * 10, "after": [1.0, 0.0] * 10}})
+    r = report.load(s.out)
+    assert r.results["products"].gain["p"] == 0.0
+    html = report.outcomes_table(r).to_html()
+    assert "&lt; 5e-4" in html  # the smoke preset's 2,000 resamples
+    cells = re.findall(r'class="data row\d col[67]" >([^<]*)<', html)
+    assert cells[:2] == ["&lt; 5e-4"] * 2 and all(re.fullmatch(r"[01]\.\d{4}", c) for c in cells[2:])
