@@ -16,7 +16,7 @@ bench/results/compile_probe.cpu.txt.
   with a dynamic width), then other widths. full: torch.compile of the whole model, as Trainer's
   torch_compile does; regional: accelerate's compile_regions (each decoder layer compiled once and
   reused), as proof.train's FastGRPOTrainer has Trainer do; _dynamic: dynamic shapes from the start.
-- decode: sampling.decode_static with the forward compiled as generate() compiles it, 8 rows, then
+- decode: engine.decode_static with the forward compiled as generate() compiles it, 8 rows, then
   4, 8 and 6 (evaluation's batch, GRPO's, ...); _dynamic: dynamic shapes from the start.
 """
 from __future__ import annotations
@@ -73,7 +73,7 @@ def decode(dynamic: bool | None) -> list[float]:
     import torch
     from transformers import CompileConfig, GenerationConfig
 
-    from shortlist import sampling
+    from shortlist import engine
     m = model()
     compile_config = CompileConfig(dynamic=dynamic)
     compile_config._compile_all_devices = True  # generate() compiles on a GPU only; here on the CPU too
@@ -84,7 +84,7 @@ def decode(dynamic: bool | None) -> list[float]:
     for rows in ROWS:
         ids = torch.randint(2, SHAPE["vocab_size"], (rows, 20), generator=torch.Generator().manual_seed(rows))
         started = time.perf_counter()
-        sampling.decode_static(m, ids, torch.ones_like(ids), config, [1])
+        engine.decode_static(m, ids, torch.ones_like(ids), config, [1])
         times.append(time.perf_counter() - started)
     return times
 

@@ -15,24 +15,24 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from generation import FAMILY, grpo_seconds_per_step, sync  # noqa: E402
+from generation import FAMILY, bench_trainee, grpo_seconds_per_step, sync  # noqa: E402
 from proof import train  # noqa: E402
-from shortlist import families, sampling  # noqa: E402
+from shortlist import engine, families, sampling  # noqa: E402
 
 
 def decode_ms_per_step(loaded, rows, new_tokens: int) -> float:
-    config = sampling.generation_config(loaded.model, loaded.tokenizer, False, new_tokens, True,
+    config = sampling.generation_config(loaded.model, loaded.tokenizer, bench_trainee(new_tokens), False, True,
                                         sampling.cache_length(rows, new_tokens))
     config.update(eos_token_id=[-1])  # never stops: every row decodes new_tokens steps
     ids, mask = sampling.left_pad(rows, loaded.tokenizer.pad_token_id)
     ids, mask = ids.to(loaded.model.device), mask.to(loaded.model.device)
     for _ in range(2):
-        sampling.decode_static(loaded.model, ids, mask, config, [10**9])
+        engine.decode_static(loaded.model, ids, mask, config, [10**9])
     times = []
     for _ in range(3):
         sync()
         t = time.perf_counter()
-        sampling.decode_static(loaded.model, ids, mask, config, [10**9])
+        engine.decode_static(loaded.model, ids, mask, config, [10**9])
         sync()
         times.append(time.perf_counter() - t)
     return statistics.median(times) / new_tokens * 1e3
@@ -44,7 +44,7 @@ def main() -> None:
     args = ap.parse_args()
     loaded = sampling.load(args.model)
     questions = [t["question"] for t in families.parse(FAMILY).tasks(range(500, 504))]
-    rows = [r for r in sampling.prompt_ids(loaded.tokenizer, questions) for _ in range(8)]
+    rows = [r for r in sampling.prompt_ids(loaded.tokenizer, bench_trainee(128), questions) for _ in range(8)]
     print(f"decode, 32 rows, compiled forward: {decode_ms_per_step(loaded, rows, 128):.2f} ms/step", flush=True)
     generation: list[float] = []
     original = train.fast_trainer

@@ -13,7 +13,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from generation import FAMILY  # noqa: E402
+from generation import FAMILY, bench_trainee  # noqa: E402
 from shortlist import families, sampling  # noqa: E402
 
 
@@ -35,11 +35,11 @@ def main() -> None:
     loaded = sampling.load(args.model)
     model = loaded.model
     questions = [t["question"] for t in families.parse(FAMILY).tasks(range(500, 504))]
-    rows = [r for r in sampling.prompt_ids(loaded.tokenizer, questions) for _ in range(8)]
+    rows = [r for r in sampling.prompt_ids(loaded.tokenizer, bench_trainee(128), questions) for _ in range(8)]
     ids, mask = sampling.left_pad(rows, loaded.tokenizer.pad_token_id)
     ids, mask = ids.cuda(), mask.cuda()
     width, length = ids.shape[1], sampling.cache_length(rows, 128)
-    config = sampling.generation_config(model, loaded.tokenizer, False, 128, True, length)
+    config = sampling.generation_config(model, loaded.tokenizer, bench_trainee(128), False, True, length)
     used, _ = model._prepare_generation_config(config)
     from transformers import StaticCache
     cache = StaticCache(config=model.config, max_cache_len=length)

@@ -72,7 +72,7 @@ case "${1:?step}" in
     cp /root/runs/smollm2_profile.json /root/smollm2.json "$OUT/" 2>/dev/null
     (cd /root/runs/smollm2 2>/dev/null && tar -czf "$OUT/smollm2.tgz" predictions.json predictions.sha256 families \
       report.html notebooks 2>/dev/null)  # one file: a command brings back only a few
-    (cd /root/runs/catalog 2>/dev/null && cp shortlist.* "$OUT/catalog/" 2>/dev/null; tar -czf "$OUT/catalog/families.tgz" families 2>/dev/null)
+    (cd /root/runs/catalog 2>/dev/null && { cp shortlist.* "$OUT/catalog/"; tar -czf "$OUT/catalog/families.tgz" families; })
     tail -n 5 /root/logs/*.log ;;
   *) echo "unknown step $1" >&2; exit 2 ;;
 esac

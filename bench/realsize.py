@@ -169,6 +169,7 @@ def ours(args, record: Record) -> None:
             trained, _ = timed_phase(record, "grpo", lambda: train.train(
                 loaded, s, w["family"], w["family"].tasks(s.seed_ranges()["train"]), scorer, checkpoints,
                 train.Bookkeeping(), log=lambda line: print(line, flush=True)))
+        loaded.model = trained  # as proof.train.train_family: the base model PEFT wrapped is let go
         sampling.release(trained)
         timed_phase(record, "eval_after", evaluation(trained),
                     batch=sampling.auto_batch(trained, len(eval_rows), length))

@@ -8,6 +8,7 @@ the headline.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -208,13 +209,20 @@ def predictions_table(body: dict):
                                                "clipped")} | {"mean score": "{:.3f}", "mean p(1−p)": "{:.3f}"})
 
 
-def _p(resamples: int):
-    """A bootstrap p-value's format: 0 means no resample crossed, so it shows as below the resolution
-    (1/resamples), never as a p of exactly 0."""
+def _p(resamples: int, adjusted_for: int = 1):
+    """A bootstrap p-value's format: 0 means no resample crossed, so it shows as below the resolution,
+    never as a p of exactly 0. The resolution is 1/resamples, times the number of tests where Holm's
+    adjustment multiplied it; the bound is rounded up, so that it stays a bound."""
+    bound = adjusted_for / resamples
+    exponent = math.floor(math.log10(bound))
+    mantissa = math.ceil(round(bound / 10 ** exponent, 9))
+    if mantissa == 10:
+        mantissa, exponent = 1, exponent + 1
+
     def fmt(x) -> str:
         if x is None or x != x:
             return "–"
-        return f"&lt; {1 / resamples:.0e}".replace("e-0", "e-") if x == 0 else f"{x:.4f}"
+        return f"&lt; {mantissa}e{exponent}" if x == 0 else f"{x:.4f}"
     return fmt  # escaped here: Styler escapes the strings it formats, not what a callable returns
 
 
@@ -241,8 +249,9 @@ def outcome_row(report: Report, key: str) -> dict:
 
 
 def outcomes_table(report: Report):
-    p = _p(report.settings["bootstrap_n"])
-    return _table([outcome_row(report, k) for k in report.body["families"]], {"p": p, "p (Holm)": p})
+    n = report.settings["bootstrap_n"]
+    return _table([outcome_row(report, k) for k in report.body["families"]],
+                  {"p": _p(n), "p (Holm)": _p(n, len(report.done()))})
 
 
 def learning_table(report: Report):
@@ -254,8 +263,8 @@ def learning_table(report: Report):
                      "gain in score": _ci(r.gain), "gain in accuracy [95% CI]": _ci(a["accuracy_gain"]),
                      "p": a["accuracy_gain"]["p"], "p (Holm)": report.across["holm"]["accuracy"][i],
                      "learning": a["learning"], "judged": a["judgement"]})
-    p = _p(report.settings["bootstrap_n"])
-    return _table(rows, {"p": p, "p (Holm)": p})
+    n = report.settings["bootstrap_n"]
+    return _table(rows, {"p": _p(n), "p (Holm)": _p(n, len(report.done()))})
 
 
 def format_table(report: Report):

@@ -12,6 +12,7 @@ is "improves", ranked by mean p(1-p), written under one output folder:
                                         budget did not reach, and what made it (model, trainee, settings)
     <out>/families/<name>.json          one family's walk: what a rerun keeps
     <out>/workers/<label>.json          each worker's device, decode engine and scorer
+    <out>/compile/                      torch.compile's caches, shared by the workers and a rerun
 
 A row is kept by a rerun when the model (name and revision), the whole trainee record, the number
 of tasks, their first seed, the sampling seed and the Reasoning Gym version are the same and its

@@ -153,10 +153,11 @@ class Screener:
         self.p, self.loaded, self.sampler, self.scorer = p, None, None, None
 
     def screen(self, b: Built) -> Row | Failure:
-        from shortlist import models, sampling, screening, scoring
+        from shortlist import compile_cache, models, sampling, screening, scoring
         from shortlist.trainee import Trainee
         if self.loaded is None:
             trainee = Trainee.from_dict(self.p.trainee)
+            compile_cache.use(Path(self.p.out) / "compile")  # every worker, and a rerun, reuse what one compiled
             self.loaded = sampling.load(trainee.model)
             self.sampler = sampling.Sampler(self.loaded, trainee, batch_size=self.p.batch)
             self.scorer = scoring.Scorer(deadline_s=self.p.score_deadline_s)

@@ -8,6 +8,7 @@ import pytest  # noqa: E402
 from shortlist import sampling, scoring, tiny  # noqa: E402
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the group into the test's id
 def pytest_collection_modifyitems(items):
     """Every test that reads the smoke run goes to one xdist worker, so the batch runs once."""
     for item in items:

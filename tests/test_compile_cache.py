@@ -84,3 +84,13 @@ def test_training_a_family_compiles_into_the_run_folder(synthetic, monkeypatch, 
     with pytest.raises(AssertionError, match="a model was loaded"):
         train.run_family(s, key, log=lambda *_: None)
     assert used == [Path(s.out) / "work" / "compile"]
+
+
+def test_a_catalog_worker_compiles_into_the_catalog_folder(tmp_path, monkeypatch, no_model_loads):
+    from shortlist import catalog, trainee, walk
+    p = catalog.plan(trainee.resolve("qwen3").replace(model="tiny"), ["chain_sum"], out=str(tmp_path / "cat"))
+    used = []
+    monkeypatch.setattr(compile_cache, "use", used.append)
+    with pytest.raises(AssertionError, match="a model was loaded"):
+        walk.Screener(p).screen(None)
+    assert used == [tmp_path / "cat" / "compile"]
