@@ -3,6 +3,7 @@ show() turns one into an inline PNG, so any matplotlib backend, Agg included, gi
 from __future__ import annotations
 
 import io
+import textwrap
 
 import matplotlib.pyplot as plt
 from matplotlib.ticker import MaxNLocator
@@ -22,6 +23,12 @@ def show(fig):
     fig.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
     plt.close(fig)
     return Image(data=buffer.getvalue(), format="png")
+
+
+def label(family: str, width: int = 40) -> str:
+    """A family spec on lines of at most width characters, broken after its commas: a spec with
+    five overrides is ~100 characters, wider than any axis leaves room for."""
+    return textwrap.fill(family, width, break_long_words=False)
 
 
 def _marks(prediction: str) -> dict:
@@ -50,7 +57,7 @@ def _plot_curve(ax, result, title: str) -> None:
 def curve(result):
     """One family's reward curve (notebook 02)."""
     fig, ax = plt.subplots(figsize=(6, 3.2))
-    _plot_curve(ax, result, result.family)
+    _plot_curve(ax, result, label(result.family))
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
@@ -63,7 +70,7 @@ def curves(done: list):
     rows = -(-len(done) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.2 * rows), squeeze=False)
     for ax, result in zip(axes.flat, done):
-        _plot_curve(ax, result, f"{result.family}\npredicted: {result.prediction['prediction']}")
+        _plot_curve(ax, result, f"{label(result.family)}\npredicted: {result.prediction['prediction']}")
     for ax in list(axes.flat)[len(done):]:
         ax.axis("off")
     axes.flat[0].legend(fontsize=8)
@@ -75,13 +82,14 @@ def forest(done: list):
     """Each family's gain in mean score with its 95% CI, marked by what was predicted."""
     if not done:
         return None
-    fig, ax = plt.subplots(figsize=(7, 0.55 * len(done) + 1.2))
+    names = [label(r.family) for r in reversed(done)]
+    fig, ax = plt.subplots(figsize=(8, 0.3 * sum(n.count("\n") + 1 for n in names) + 0.25 * len(done) + 1.2))
     for y, result in enumerate(reversed(done)):
         g, pred = result.gain, result.prediction["prediction"]
         ax.errorbar(g["gain"], y, xerr=[[g["gain"] - g["ci95"][0]], [g["ci95"][1] - g["gain"]]], capsize=3,
                     **_marks(pred))
     ax.axvline(0, color="grey", linewidth=1)
-    ax.set_yticks(range(len(done)), [r.family for r in reversed(done)], fontsize=8)
+    ax.set_yticks(range(len(done)), names, fontsize=8)
     ax.set_xlabel("gain in mean score after GRPO (95% bootstrap CI)")
     for pred in COLORS:
         ax.plot([], [], label=f"predicted: {pred}", **_marks(pred))

@@ -3,6 +3,7 @@ import re
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import matplotlib.image
@@ -140,3 +141,17 @@ def test_a_p_value_no_resample_reached_shows_below_the_resolution_not_zero(synth
     cells = re.findall(r'class="data row\d col[67]" >([^<]*)<', html)
     # 2,000 resamples (the smoke preset): p < 1/2000; Holm over two families doubles the bound
     assert cells[:2] == ["&lt; 5e-4", "&lt; 1e-3"] and all(re.fullmatch(r"[01]\.\d{4}", c) for c in cells[2:])
+
+
+def test_figures_of_long_family_specs_draw_without_a_layout_warning(synthetic):
+    # the H200 run's 03 warned "Tight layout not applied": a 100-character spec as a y tick label
+    long = "basic_arithmetic(allow_negation=False, allow_parentheses=False, max_digits=1, max_terms=2, " \
+           "operators=['+', '-'])"
+    s = synthetic({long: {"before": HELD_UP, "after": UP}, "chain_sum": {"before": HELD_UP, "after": UP}})
+    r = report.load(s.out)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for fig in (report.forest_figure(r), report.curves_figure(r)):
+            fig.canvas.draw()
+    assert max(len(line) for t in report.forest_figure(r).axes[0].get_yticklabels()
+               for line in t.get_text().splitlines()) <= 40
