@@ -13,7 +13,11 @@ VENV_FLAGS ?= --system-site-packages
 run: .venv/ready
 	$(PY) -m proof run --preset smoke
 
+# the suite without its exhaustive variants (within 5 minutes on 2 cores); CI runs both targets
 test: .venv/ready
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -m "not slow"
 
-.PHONY: run test
+test-slow: .venv/ready
+	$(PY) -m pytest -q -m slow
+
+.PHONY: run test test-slow
