@@ -33,3 +33,31 @@ def test_tokenizer_round_trips_text(tiny_model):
 def test_ships_qwen3s_generation_config_for_sampling_to_override(tiny_model):
     g = tiny_model.model.generation_config
     assert (g.top_k, g.top_p, g.temperature) == (20, 0.95, 0.6)
+
+
+BUILD_ONCE = """
+import sys, time
+from pathlib import Path
+from shortlist import tiny
+def build(folder):  # a stand-in for the ~30 s build: it records itself and takes a while
+    with open(sys.argv[1], "a") as f:
+        f.write("built\\n")
+    time.sleep(1.0)
+    (Path(folder) / "model.safetensors").write_bytes(b"x")
+tiny.build = build
+print(tiny.ensure())
+"""
+
+
+def test_processes_starting_together_on_a_cold_cache_build_it_once(tmp_path):
+    import os
+    import subprocess
+    import sys
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "SHORTLIST_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(root)}
+    log = tmp_path / "builds"
+    processes = [subprocess.Popen([sys.executable, "-c", BUILD_ONCE, str(log)], env=env, stdout=subprocess.PIPE,
+                                  text=True) for _ in range(3)]
+    folders = {p.communicate(timeout=120)[0].strip() for p in processes}
+    assert log.read_text().splitlines() == ["built"]
+    assert folders == {str(tmp_path / "cache" / tiny.path().name)}
