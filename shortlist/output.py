@@ -2,8 +2,10 @@
 and finding out that a place cannot be written before any work that would be lost."""
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -61,3 +63,25 @@ def read_json(path: Path):
     return json.loads(Path(path).read_text())
 
 
+def build_folder(dest, build, done: str = "model.safetensors") -> Path:
+    """A folder built once (build(folder) fills it), into a temporary folder renamed into place. One
+    process builds while the others wait on a lock beside it: processes starting together on a cold
+    cache (test workers, notebook kernels) would otherwise each spend the build's CPU."""
+    dest = Path(dest)
+    if (dest / done).exists():
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with open(dest.parent / f"{dest.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (dest / done).exists():  # built while this process waited
+            return dest
+        tmp = Path(tempfile.mkdtemp(prefix=dest.name + ".", dir=dest.parent))
+        try:
+            build(tmp)
+            try:
+                tmp.rename(dest)
+            except OSError:  # a process that took no lock (an older version) built it first
+                pass
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return dest

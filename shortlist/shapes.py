@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
+
+from shortlist import output
 
 NAME = "qwen3-0.6b-shape"
 VERSION = 1  # bump when the recipe changes: the cache folder is keyed by it
@@ -56,21 +56,8 @@ def path() -> Path:
 
 
 def ensure(dest: Path | None = None, **build_options) -> Path:
-    """The model's folder, built on first use (into a temporary folder, then renamed)."""
-    dest = Path(dest) if dest is not None else path()
-    if (dest / "model.safetensors").exists():
-        return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=dest.name + ".", dir=dest.parent))
-    try:
-        build(tmp, **build_options)
-        try:
-            tmp.rename(dest)
-        except OSError:  # another process built it first
-            pass
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return dest
+    """The model's folder, built on first use (once, whichever processes ask together)."""
+    return output.build_folder(Path(dest) if dest is not None else path(), lambda folder: build(folder, **build_options))
 
 
 def config(**changes):

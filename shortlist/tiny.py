@@ -8,12 +8,11 @@ seconds to answer in the trainee's format, so its rewards vary and GRPO has some
 """
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
-import shutil
-import tempfile
 from pathlib import Path
+
+from shortlist import output
 
 NAME = "tiny"
 VERSION = 2  # bump when the recipe changes: the cache folder is keyed by it
@@ -35,27 +34,8 @@ def path() -> Path:
 
 
 def ensure() -> Path:
-    """The tiny model's folder, built on first use (into a temporary folder, then renamed). One process
-    builds while the others wait for it: test workers and notebook kernels starting together on a
-    cold cache would otherwise each spend ~30 s of CPU building the same model."""
-    dest = path()
-    if (dest / "model.safetensors").exists():
-        return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with open(dest.parent / f"{dest.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if (dest / "model.safetensors").exists():  # built while this process waited
-            return dest
-        tmp = Path(tempfile.mkdtemp(prefix=dest.name + ".", dir=dest.parent))
-        try:
-            build(tmp)
-            try:
-                tmp.rename(dest)
-            except OSError:  # a process that held no lock (an older version) built it first
-                pass
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return dest
+    """The tiny model's folder, built on first use (once, whichever processes ask together)."""
+    return output.build_folder(path(), build)
 
 
 def fingerprint(folder: Path) -> str:
