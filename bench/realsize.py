@@ -73,9 +73,8 @@ class Record:
         return self.data["phases"][name]
 
     def write(self) -> None:
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.data, indent=1, default=str))
-        os.replace(tmp, self.path)
+        from shortlist import output
+        output.write_text(self.path, json.dumps(self.data, indent=1, default=str))
 
 
 def sync() -> None:
@@ -337,7 +336,8 @@ def commit() -> str:
 
 def write_report(out: Path, report: dict) -> str:
     report["derived"] = derive(report)
-    (out / "realsize.json").write_text(json.dumps(report, indent=1, default=str))
+    from shortlist import output
+    output.write_text(out / "realsize.json", json.dumps(report, indent=1, default=str))
     text = table(report)
     (out / "realsize.txt").write_text(text + "\n")
     return text
