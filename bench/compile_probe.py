@@ -73,7 +73,7 @@ def decode(dynamic: bool | None) -> list[float]:
     import torch
     from transformers import CompileConfig, GenerationConfig
 
-    from shortlist import engine
+    from shortlist.generation import engine
     m = model()
     compile_config = CompileConfig(dynamic=dynamic)
     compile_config._compile_all_devices = True  # generate() compiles on a GPU only; here on the CPU too
@@ -92,7 +92,7 @@ def decode(dynamic: bool | None) -> list[float]:
 def child(what: str, folder: str, layers: str, calls: str) -> None:
     sys.path.insert(0, str(ROOT))
     SHAPE["num_hidden_layers"] = int(layers)
-    from shortlist import compile_cache
+    from shortlist.generation import compile_cache
     compile_cache.use(folder)
     started = time.perf_counter()
     kind, regional, dynamic = VARIANTS[what]
@@ -144,7 +144,7 @@ def main() -> None:
     if args.child:
         return child(*args.child)
     sys.path.insert(0, str(ROOT))
-    from proof import provenance
+    from shortlist import provenance
     Path(args.out).mkdir(parents=True, exist_ok=True)
     results = {"command": " ".join(["python", *sys.argv]), "shape": SHAPE | {"num_hidden_layers": args.layers},
                "widths": WIDTHS, "rows": ROWS, **provenance.stamp()}

@@ -17,7 +17,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generation import FAMILY, bench_trainee, grpo_seconds_per_step, sync  # noqa: E402
 from proof import train  # noqa: E402
-from shortlist import engine, families, sampling  # noqa: E402
+from shortlist.generation import engine  # noqa: E402
+from shortlist import sources as families
+from shortlist.generation import sampling
 
 
 def decode_ms_per_step(loaded, rows, new_tokens: int) -> float:

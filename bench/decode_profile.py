@@ -14,7 +14,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generation import FAMILY, bench_trainee  # noqa: E402
-from shortlist import families, sampling  # noqa: E402
+from shortlist import sources as families  # noqa: E402
+from shortlist.generation import sampling
 
 
 def per_call_ms(fn, n=50) -> float:

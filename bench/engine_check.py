@@ -21,7 +21,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 import transformers  # noqa: E402
 
-from shortlist import engine, families, sampling, trainee  # noqa: E402
+from shortlist.generation import engine  # noqa: E402
+from shortlist import sources as families
+from shortlist.generation import sampling
+from shortlist import trainee
 
 FAMILY = "products(max_digits=1)"
 

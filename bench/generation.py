@@ -28,8 +28,12 @@ import reasoning_gym
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from proof import provenance, settings as settings_, train  # noqa: E402
-from shortlist import families, sampling, scoring, trainee as trainee_  # noqa: E402
+from shortlist import provenance
+from proof import settings as settings_, train  # noqa: E402
+from shortlist import sources as families  # noqa: E402
+from shortlist.generation import sampling
+from shortlist import scoring
+from shortlist import trainee as trainee_
 
 FAMILY = "chain_sum(max_terms=2, max_digits=1)"
 TRAINEE = "qwen3"  # the default trainee's prompt and sampling, on whichever model is measured

@@ -109,7 +109,8 @@ def memory_peak() -> dict:
 
 def timed_phase(record: Record, name: str, fn, **extra):
     """Run fn as one phase: seconds, peak memory, compile-cache counts."""
-    from shortlist import compile_cache, engine
+    from shortlist.generation import compile_cache
+    from shortlist.generation import engine
     memory_reset()
     sync()
     started = time.perf_counter()
@@ -130,7 +131,7 @@ def cap_memory(gib: float | None) -> dict:
 
 
 def workload(args) -> dict:
-    from shortlist import families
+    from shortlist import sources as families
     family = families.parse(FAMILY)
     return {"family": family, "max_new": 16 if args.quick else 128,
             "screen": [t["question"] for t in family.tasks(range(500, 500 + (2 if args.quick else 24)))],
@@ -140,7 +141,9 @@ def workload(args) -> dict:
 def ours(args, record: Record) -> None:
     """A family as proof.train.run_family runs it (load, evaluate, GRPO, evaluate), then steady state."""
     from proof import evaluate, settings as settings_, train
-    from shortlist import compile_cache, sampling, scoring
+    from shortlist.generation import compile_cache
+    from shortlist.generation import sampling
+    from shortlist import scoring
     w = workload(args)
     compile_cache.use(args.cache)
     checkpoints = str(Path(args.work) / f"checkpoints-{Path(args.json).stem}")  # none written; nothing to resume
@@ -184,7 +187,7 @@ def ours(args, record: Record) -> None:
 
 def ours_sample(model, tokenizer, trainee, w) -> list[int]:
     """Screening's workload (24 tasks x 8), as Sampler.complete draws it; returns every token drawn."""
-    from shortlist import sampling
+    from shortlist.generation import sampling
     rows = [ids for ids in sampling.prompt_ids(tokenizer, trainee, w["screen"]) for _ in range(trainee.group)]
     length = sampling.cache_length(rows, w["max_new"])
     config = sampling.generation_config(model, tokenizer, trainee, False, True, length)
@@ -235,7 +238,7 @@ class clocked_steps:
 def seed(args, record: Record) -> None:
     """The seed's configuration (bench/generation.py's), as its grpo_proof.py runs a family."""
     import generation
-    from shortlist import sampling
+    from shortlist.generation import sampling
     w = workload(args)
     loaded = timed_phase(record, "load", lambda: sampling.load(args.model))
     questions = [t["question"] for t in w["family"].tasks(w["eval_seeds"])]
@@ -257,7 +260,7 @@ def seed(args, record: Record) -> None:
 
 
 def build(args, record: Record) -> None:
-    from shortlist import shapes
+    from shortlist.models import shapes
     small = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
              "num_key_value_heads": 2, "head_dim": 16} if args.quick else {}
     path = timed_phase(record, "build", lambda: shapes.ensure(Path(args.model_path), **small))
@@ -266,7 +269,7 @@ def build(args, record: Record) -> None:
 
 def role(args) -> None:
     import torch
-    from proof import provenance
+    from shortlist import provenance
     record = Record(Path(args.json), role=args.role, model=args.model, pid=os.getpid(), **provenance.stamp(),
                     **cap_memory(args.memory_gb), torch_threads=torch.get_num_threads())
     {"seed": seed, "ours": ours, "build": build}[args.role](args, record)
@@ -391,7 +394,7 @@ def paper_t4(report: dict) -> list[str]:
     p = ours.get("phases", {})
     if "eval_before" not in p:
         return []
-    from shortlist import shapes
+    from shortlist.models import shapes
     c = shapes.CONFIG
     params = 596_049_920
     kv_per_token = 2 * c["num_hidden_layers"] * c["num_key_value_heads"] * c["head_dim"] * 4

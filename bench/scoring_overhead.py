@@ -18,7 +18,7 @@ import time
 
 import reasoning_gym
 
-from shortlist import families
+from shortlist import sources as families
 from shortlist.scoring import Scorer
 
 STEP = 32  # answers a GRPO step scores: 4 prompts x 8 completions

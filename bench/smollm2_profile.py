@@ -18,7 +18,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from shortlist import families, sampling, screening, scoring, trainee  # noqa: E402
+from shortlist import sources as families  # noqa: E402
+from shortlist.generation import sampling
+from shortlist import screening
+from shortlist import scoring
+from shortlist import trainee
 
 EASY = ("products(max_digits=1)", "chain_sum(max_terms=2, max_digits=1)",
         "basic_arithmetic(max_terms=2, max_digits=1, operators=['+', '-'], allow_parentheses=False, "

@@ -13,9 +13,9 @@ from __future__ import annotations
 import hashlib
 import json
 
-from proof import analysis, files, provenance
+from proof import analysis, files
 from proof.settings import Settings
-from shortlist import families as families_
+from shortlist import provenance, sources
 from shortlist.errors import OneLine
 
 SCHEMA = 2
@@ -35,9 +35,9 @@ def digest(data: bytes) -> str:
 
 def task_fingerprints(settings: Settings, family, built: dict | None = None) -> dict:
     """SHA-256 of the family's tasks in each seed range (built: ranges already built, reused)."""
-    family = families_.parse(family)
+    family = sources.parse(family)
     built = built or {}
-    return {name: families_.fingerprint(built.get(name) or family.tasks(seeds))
+    return {name: sources.fingerprint(built.get(name) or family.tasks(seeds))
             for name, seeds in settings.seed_ranges().items()}
 
 
@@ -83,14 +83,14 @@ def verified(settings: Settings, family: str | None = None) -> tuple[dict, str]:
         if body["settings"].get(name) != value:
             raise CommitError(f"{name}={value!r} differs from the committed {name}={body['settings'].get(name)!r}; "
                               f"train with the settings the predictions were committed with")
-    if family is not None and families_.parse(family).key not in body["families"]:
+    if family is not None and sources.parse(family).key not in body["families"]:
         raise CommitError(f"{family} has no committed prediction; committed: {', '.join(body['families'])}")
     return body, recorded
 
 
 def tasks_verified(body: dict, settings: Settings, family, built: dict) -> None:
     """Refuse, in one line, tasks that are not the ones the predictions were committed against."""
-    key = families_.parse(family).key
+    key = sources.parse(family).key
     now = task_fingerprints(settings, key, built)
     for name, sha in body["tasks"][key].items():
         if now[name] != sha:
@@ -99,14 +99,13 @@ def tasks_verified(body: dict, settings: Settings, family, built: dict) -> None:
 
 
 def prediction_for(body: dict, family: str) -> dict:
-    key = families_.parse(family).key
+    key = sources.parse(family).key
     return next(p for p in body["predictions"] if p["family"] == key)
 
 
 def predict(settings: Settings, log=print) -> tuple[dict, str]:
     """Screen every family and commit the predictions; predictions already committed under these
     settings are kept, and predictions committed under others are never overwritten."""
-    settings.validate()
     try:
         body, sha = verified(settings)
     except NotCommitted:
@@ -120,7 +119,9 @@ def predict(settings: Settings, log=print) -> tuple[dict, str]:
         log(f"kept the predictions committed at {body['written_at']} (sha256 {sha})")
         return body, sha
 
-    from shortlist import compile_cache, engine, models, sampling, screening, scoring
+    from shortlist import screening, scoring
+    from shortlist.generation import compile_cache, engine, sampling
+    from shortlist.models import config as models
     files.check_writable(settings.out)
     trainee = settings.profile
     models.check_fits(models.model_config(trainee.model), trainee)

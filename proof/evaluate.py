@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from proof.records import Evaluation
-from shortlist import families as families_
-from shortlist.sampling import Sampler
+from shortlist import sources
+from shortlist.generation.sampling import Sampler
 from shortlist.scoring import Scorer
 from shortlist.trainee import Trainee
 
@@ -19,7 +19,7 @@ def score(scorer: Scorer, trainee: Trainee, family, seeds: list[int], completion
           clipped: list[bool], repetitive: list[bool]) -> Evaluation:
     """The same whether fresh or re-scored: extract with the trainee's rule, score with the family's."""
     answers = [trainee.clean(c) for c in completions]
-    return Evaluation(seeds, completions, answers, scorer.score(families_.parse(family), seeds, answers),
+    return Evaluation(seeds, completions, answers, scorer.score(sources.parse(family), seeds, answers),
                       clipped, repetitive)
 
 

@@ -6,6 +6,7 @@ is refused here, in one line (shortlist.errors), before anything else runs.
 """
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 from proof import settings as settings_
@@ -14,7 +15,11 @@ ROOT = Path(__file__).resolve().parent.parent  # the repository: notebooks/, pro
 
 
 def start(namespace: dict) -> settings_.Settings:
-    """Settings from a notebook's globals (its parameters cell, after papermill's injection)."""
+    """Settings from a notebook's globals (its parameters cell, after papermill's injection). Called
+    before anything imports transformers, so that the kernel's warning filter is in place first."""
+    # tqdm.auto, which transformers imports, warns in a Jupyter kernel without ipywidgets that it cannot
+    # draw widget bars; every progress bar is off in this project, so it would only add noise to each notebook
+    warnings.filterwarnings("ignore", message="IProgress not found")
     values = {name: namespace[name] for name in settings_.names() if name in namespace}
     if isinstance(values.get("out"), str) and not Path(values["out"]).expanduser().is_absolute():
         values["out"] = str(ROOT / values["out"])

@@ -13,6 +13,8 @@ import math
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+from shortlist.errors import one_line
+
 SCHEMA = 2
 
 
@@ -209,7 +211,7 @@ def read(path: Path, sha: str | None = None) -> FamilyResult | Failure | Corrupt
         record = json.loads(path.read_text())
         _need(isinstance(record, dict), "not a JSON object")
     except (OSError, ValueError) as e:
-        return Corrupt(str(path), f"unreadable: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+        return Corrupt(str(path), f"unreadable: {one_line(e)}")
     if sha is not None and record.get("predictions_sha256") != sha:
         return None
     kind = {"done": FamilyResult, "failed": Failure}.get(record.get("status"))
@@ -220,4 +222,4 @@ def read(path: Path, sha: str | None = None) -> FamilyResult | Failure | Corrupt
     try:
         return kind.from_dict(record)
     except (RecordError, TypeError, KeyError, AttributeError) as e:
-        return Corrupt(str(path), f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+        return Corrupt(str(path), one_line(e))

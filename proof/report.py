@@ -16,8 +16,7 @@ import pandas as pd
 
 from proof import analysis, commit, figures, files, records
 from proof.records import Corrupt, FamilyResult, Failure
-from shortlist import families as families_
-from shortlist import page
+from shortlist import page, sources
 from shortlist.trainee import Trainee
 
 DEGENERATE_SHARE = 0.5  # a family whose completions are mostly cut off or repetitive is named above the headline
@@ -32,14 +31,11 @@ class Report:
     results: dict  # family key -> FamilyResult | Failure | Corrupt; families not run are absent
     analyses: dict  # family key -> analysis.family() of its finished result
     across: dict  # analysis.across() of the finished families
+    trainee: Trainee  # the committed trainee, read once
 
     @property
     def settings(self) -> dict:
         return self.body["settings"]
-
-    @property
-    def trainee(self) -> Trainee:
-        return Trainee.from_dict(self.body["trainee"])
 
     def prediction(self, key: str) -> dict:
         return commit.prediction_for(self.body, key)
@@ -53,13 +49,13 @@ def load(out) -> Report:
     body, sha = commit.committed(out)
     results = {}
     for key in body["families"]:
-        result = records.read(files.result(out, families_.parse(key).slug), sha)
+        result = records.read(files.result(out, sources.parse(key).slug), sha)
         if result is not None:
             results[key] = result
     done = [results[k] for k in body["families"] if isinstance(results.get(k), FamilyResult)]
     analyses = {r.family: analysis.family(r, body["settings"]) for r in done}
     across = analysis.across(body["predictions"], done, [analyses[r.family] for r in done], body["trainee"])
-    return Report(Path(out), body, sha, results, analyses, across)
+    return Report(Path(out), body, sha, results, analyses, across, Trainee.from_dict(body["trainee"]))
 
 
 def status(report: Report, key: str) -> str:
@@ -74,10 +70,10 @@ def status(report: Report, key: str) -> str:
 # --- text ---------------------------------------------------------------------------------------
 def banner(report: Report) -> str | None:
     """A run whose numbers must not be read as a finding says so first."""
-    from proof.settings import Settings
-    full, s = Settings(families=()), report.settings
-    small = [f"{name.replace('_', ' ')} {s[name]} (the protocol's {getattr(full, name)})"
-             for name in ("steps", "eval_n", "predict_tasks") if s[name] < getattr(full, name) / 2]
+    from proof.settings import DEFAULTS
+    s = report.settings
+    small = [f"{name.replace('_', ' ')} {s[name]} (the protocol's {DEFAULTS[name]})"
+             for name in ("steps", "eval_n", "predict_tasks") if s[name] < DEFAULTS[name] / 2]
     parts = []
     if report.trainee.model == "tiny":
         parts.append("It was made with the offline **tiny** test model (0.2 M parameters), so its numbers exercise "
@@ -440,7 +436,7 @@ def notebook_links(report: Report) -> str:
     """HTML links, relative to report.html, to each executed notebook."""
     items = [("01_predict", "notebooks/01_predict.ipynb", "predictions")]
     for key in report.body["families"]:
-        items.append((key, f"notebooks/02_train_family.{families_.parse(key).slug}.ipynb", status(report, key)))
+        items.append((key, f"notebooks/02_train_family.{sources.parse(key).slug}.ipynb", status(report, key)))
     items.append(("03_report", "notebooks/03_report.ipynb", "this report"))
     return "<ul>" + "".join(f'<li><a href="{href}">{name}</a> — {what}</li>' for name, href, what in items) + "</ul>"
 

@@ -9,6 +9,7 @@ others go on.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -21,20 +22,34 @@ from pathlib import Path
 
 import nbformat
 
-from proof import commit, files, provenance, records
+from proof import commit, files, records
 from proof.settings import Settings
-from shortlist import families as families_
-from shortlist.gpus import visible_gpus
+from shortlist import provenance, sources
+from shortlist.placement import visible_gpus
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 PREDICT, TRAIN, REPORT = "01_predict.ipynb", "02_train_family.ipynb", "03_report.ipynb"
 
 
-def build_report(settings: Settings, sha: str, notebooks: Path | None = None) -> Path:
+@dataclass(frozen=True)
+class Notebooks:
+    """Which notebooks the batch executes: the repository's own (tests put fixture notebooks in their place)."""
+    predict: Path = NOTEBOOKS / PREDICT
+    train: Path = NOTEBOOKS / TRAIN
+    report: Path = NOTEBOOKS / REPORT
+
+    def replace(self, **changes) -> "Notebooks":
+        return dataclasses.replace(self, **{k: Path(v) for k, v in changes.items()})
+
+
+THE_NOTEBOOKS = Notebooks()
+
+
+def build_report(settings: Settings, sha: str, notebook: Path = Notebooks.report) -> Path:
     """03 executed headless into <out>/notebooks, then rendered by nbconvert as <out>/report.html."""
     from proof import report
     dest = files.notebooks(settings.out) / REPORT
-    reason = execute((notebooks or NOTEBOOKS) / REPORT, dest, settings.as_dict() | {"publish": False})
+    reason = execute(notebook, dest, kernel_parameters(settings) | {"publish": False})
     stamp(dest, sha, settings)
     if reason:
         raise RuntimeError(f"03_report failed: {reason} (see {dest})")
@@ -49,6 +64,12 @@ def publish(settings: Settings, enabled: bool = True) -> Path | None:
     html = build_report(settings, sha)
     print(f"report: {html}")
     return html
+
+
+def kernel_parameters(settings: Settings) -> dict:
+    """What a notebook's kernel is handed: the settings, with the trainee as its resolved record (a
+    profile registered only in this process arrives whole), checked once on arrival (notebook.start)."""
+    return settings.as_dict() | {"trainee": settings.profile.as_dict(), "model": settings.profile.model}
 
 
 def execute(notebook: Path, dest: Path, parameters: dict, gpu: str | None = None) -> str | None:
@@ -109,7 +130,7 @@ def failure(nb) -> str | None:
 
 def failed(key: str, sha: str, reason: str, notebook: str) -> records.Failure:
     """The result of a family whose notebook failed."""
-    return records.Failure(family=key, slug=families_.parse(key).slug, reason=reason, notebook=notebook,
+    return records.Failure(family=key, slug=sources.parse(key).slug, reason=reason, notebook=notebook,
                            predictions_sha256=sha, **provenance.stamp())
 
 
@@ -125,7 +146,7 @@ def stamp(dest: Path, sha: str | None, settings: Settings) -> None:
 def pending(settings: Settings, sha: str) -> list[str]:
     """Families without a finished result for these predictions (failed ones are tried again)."""
     return [key for key in settings.families
-            if not isinstance(records.read(files.result(settings.out, families_.parse(key).slug), sha),
+            if not isinstance(records.read(files.result(settings.out, sources.parse(key).slug), sha),
                               records.FamilyResult)]
 
 
@@ -135,21 +156,21 @@ class Outcome:
     failed: dict  # family key -> why, for every family without a finished result
 
 
-def run(settings: Settings, notebooks: Path | None = None, log=print) -> Outcome:
+def run(settings: Settings, notebooks: Notebooks | None = None, log=print) -> Outcome:
     """The whole proof: every family is tried and the report is built even where some fail."""
-    notebooks = notebooks or NOTEBOOKS
-    settings = settings.replace(out=str(Path(settings.out).resolve())).validate()  # kernels run elsewhere
+    notebooks = notebooks or THE_NOTEBOOKS
+    settings = settings.replace(out=str(Path(settings.out).resolve()))  # kernels run elsewhere
     files.check_writable(settings.out)
-    parameters = settings.as_dict()
+    parameters = kernel_parameters(settings)
     out_nb = files.notebooks(settings.out)
     try:
         _, sha = commit.verified(settings)
         log(f"01_predict: kept, predictions verify (sha256 {sha[:12]}…)")
     except commit.NotCommitted:
-        from shortlist import models  # the model is needed: one line now if it cannot be had
+        from shortlist.models import config as models  # the model is needed: one line now if it cannot be had
         models.check_fits(models.model_config(settings.profile.model), settings.profile)
         log("01_predict: screening every family and committing the predictions")
-        reason = execute(notebooks / PREDICT, out_nb / PREDICT, parameters)
+        reason = execute(notebooks.predict, out_nb / PREDICT, parameters)
         if reason:
             raise RuntimeError(f"01_predict failed: {reason} (see {out_nb / PREDICT})")
         _, sha = commit.verified(settings)
@@ -163,11 +184,11 @@ def run(settings: Settings, notebooks: Path | None = None, log=print) -> Outcome
     def train_one(i_key):
         i, key = i_key
         gpu = slots[i % len(slots)] if gpus else None
-        family = families_.parse(key)
+        family = sources.parse(key)
         dest = out_nb / f"02_train_family.{family.slug}.ipynb"
         started = time.time()
         log(f"02 {key}: started" + (f" on GPU {gpu}" if gpu is not None else ""))
-        reason = execute(notebooks / TRAIN, dest, {**parameters, "family": key}, gpu=gpu)
+        reason = execute(notebooks.train, dest, {**parameters, "family": key}, gpu=gpu)
         if reason:
             records.write(files.result(settings.out, family.slug),
                           failed(key, sha, reason, str(dest.relative_to(settings.out))))
@@ -179,11 +200,11 @@ def run(settings: Settings, notebooks: Path | None = None, log=print) -> Outcome
         by_slot = [[(i, k) for i, k in enumerate(todo) if i % len(slots) == s] for s in range(len(slots))]
         list(pool.map(lambda queue: [train_one(item) for item in queue], by_slot))
     log("03_report: building the report")
-    html = build_report(settings, sha, notebooks)
+    html = build_report(settings, sha, notebooks.report)
     log(f"report: {html}")
     failures = {}
     for key in settings.families:
-        result = records.read(files.result(settings.out, families_.parse(key).slug), sha)
+        result = records.read(files.result(settings.out, sources.parse(key).slug), sha)
         if not isinstance(result, records.FamilyResult):
             failures[key] = result.reason if result is not None else "no result"
     return Outcome(html, failures)

@@ -13,8 +13,7 @@ from dataclasses import dataclass, field, fields
 
 import math
 
-from shortlist import families as families_
-from shortlist import defaults
+from shortlist import defaults, sources
 from shortlist import trainee as trainee_
 from shortlist.errors import OneLine
 
@@ -25,9 +24,9 @@ class SettingsError(OneLine, ValueError):
 
 @dataclass(frozen=True)
 class Settings:
-    trainee: str = "qwen3"  # a profile (shortlist/trainee.py), "profile(field=value, ...)", or a .json file
+    trainee: str = "qwen3"  # a profile (shortlist/trainee.py), "profile(field=value, ...)", a .json file, or a record
     model: str = ""  # a hub name, a local folder, or "tiny" (built offline); "": the trainee's own
-    families: tuple = families_.DEFAULT
+    families: tuple = sources.DEFAULT
     out: str = "results"  # every file a run writes goes under this folder
     # GRPO + LoRA (the seed's hyper-parameters)
     steps: int = 100
@@ -59,11 +58,14 @@ class Settings:
             if type(f.default) is float and type(getattr(self, f.name)) is int:
                 object.__setattr__(self, f.name, float(getattr(self, f.name)))
         fams = self.families
-        object.__setattr__(self, "families", tuple(f.key for f in families_.parse_list(fams)) if fams else ())
-        resolved = trainee_.resolve(self.trainee) if isinstance(self.trainee, str) else None
+        object.__setattr__(self, "families", tuple(f.key for f in sources.parse_list(fams)) if fams else ())
+        # a record (Trainee.as_dict()) is how the batch hands the trainee to a kernel: a profile that only
+        # this process registered arrives whole
+        resolved = trainee_.resolve(self.trainee) if isinstance(self.trainee, (str, dict)) else None
         if resolved is not None and self.model:
             resolved = resolved.replace(model=self.model)
         object.__setattr__(self, "_profile", resolved)
+        self.validate()  # once, where a Settings is made: every record in hand is a valid one
 
     @property
     def profile(self) -> trainee_.Trainee:
@@ -86,6 +88,8 @@ class Settings:
     def validate(self) -> "Settings":
         for f in fields(self):
             value, kind = getattr(self, f.name), type(f.default)
+            if f.name == "trainee" and isinstance(value, dict):
+                continue  # a trainee record, checked by Trainee.from_dict above
             if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
                 raise SettingsError(f"{f.name}={value!r}: must be {kind.__name__}")
         within = {"steps": (1, 100_000), "prompts_per_step": (1, 4096), "batch_per_device": (1, 4096),
@@ -132,6 +136,7 @@ class Settings:
 
 
 SEED_MAX = 2**32 - 1  # numpy's and reasoning-gym's seeds are unsigned 32-bit
+DEFAULTS = {f.name: f.default for f in fields(Settings)}  # the seed's protocol, without making (checking) a Settings
 SPEED_ONLY = ("out", "families", "sample_batch", "fast", "trainee", "model")
 
 
@@ -147,8 +152,8 @@ def make(preset: str | None = None, **overrides) -> Settings:
     if unknown:
         raise SettingsError(f"unknown setting {unknown[0]!r}; settings: {', '.join(names())}")
     try:
-        return Settings(**{**PRESETS.get(preset or "full", {}), **overrides}).validate()
-    except families_.FamilyError as e:
+        return Settings(**{**PRESETS.get(preset or "full", {}), **overrides})
+    except sources.FamilyError as e:
         raise SettingsError(f"families: {e}") from None
     except trainee_.TraineeError as e:
         raise SettingsError(str(e)) from None
@@ -165,7 +170,7 @@ def parse_override(text: str) -> tuple[str, object]:
     name = name.strip().replace("-", "_")
     if not sep or name not in names():
         raise SettingsError(f"--set {text!r}: write name=value with a name from {', '.join(names())}")
-    default = getattr(Settings(families=()), name)
+    default = DEFAULTS[name]
     if isinstance(default, str):
         return name, raw
     if isinstance(default, tuple):

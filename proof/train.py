@@ -15,98 +15,69 @@ import os
 import random
 import time
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from proof import commit, evaluate, files, provenance, records, stats
+from proof import commit, evaluate, files, records, stats, trl_internals
 from proof.records import Evaluation, FamilyResult
 from proof.settings import Settings
-from shortlist import engine
-from shortlist import families as families_
-from shortlist import compile_cache, models, sampling, scoring
+from shortlist import provenance, scoring, sources
+from shortlist.generation import compile_cache, engine, sampling
+from shortlist.models import config as models
+from shortlist.sources import Family
 from shortlist.trainee import Trainee
-
-# TRL's config still sets the alias transformers 5 renamed; the value (False) is what matters
-warnings.filterwarnings("ignore", message=r".*gradient_checkpointing.*deprecated", category=FutureWarning)
 
 CURVE_KEYS = {"reward": "reward", "reward_std": "reward_std", "frac_reward_zero_std": "frac_reward_zero_std",
               "completion_length": "completions/mean_length", "clipped_ratio": "completions/clipped_ratio",
               "entropy": "entropy", "loss": "loss", "step_time": "step_time"}
 
 
+@contextmanager
+def renamed_alias():
+    """TRL still reads and sets gradient_checkpointing, an alias transformers 5 renamed: the value
+    (False) is what matters, so its FutureWarning is silenced where TRL touches it, and only there."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*gradient_checkpointing.*deprecated", category=FutureWarning)
+        yield
+
+
 def grpo_config(settings: Settings, output_dir: str):
     import torch
     from trl import GRPOConfig
     trainee = settings.profile
-    config = GRPOConfig(
-        output_dir=output_dir, max_steps=settings.steps, learning_rate=settings.lr, seed=settings.seed,
-        per_device_train_batch_size=settings.batch_per_device, gradient_accumulation_steps=settings.grad_accum,
-        num_generations=trainee.group, max_completion_length=trainee.max_new_tokens, **trainee.sampling(),
-        chat_template_kwargs={"enable_thinking": trainee.enable_thinking},
-        bf16=False, fp16=False,  # fp32: a T4 has no bf16, and fp16 gives NaN losses with Qwen3
-        gradient_checkpointing=False, logging_steps=settings.logging_steps, report_to=[], disable_tqdm=True,
-        save_strategy="steps" if settings.checkpoint_every else "no", save_steps=settings.checkpoint_every or 1,
-        save_total_limit=1, dataloader_pin_memory=torch.cuda.is_available(),
-        # with generation fast, the step's bulk is LoRA forward/backward: a launch-bound pass that
-        # compiling fuses (the first step pays the compilation); on a CPU compiling costs more than it saves
-        torch_compile=settings.fast and torch.cuda.is_available())
-    # GRPOTrainer cannot use nn.DataParallel, which Trainer picks when one process sees several
-    # GPUs (Run All on Kaggle's T4 x2): train on the first. The batch runner instead gives each
-    # family process a GPU of its own.
-    config._n_gpu = min(config.n_gpu, 1)
+    with renamed_alias():
+        config = GRPOConfig(
+            output_dir=output_dir, max_steps=settings.steps, learning_rate=settings.lr, seed=settings.seed,
+            per_device_train_batch_size=settings.batch_per_device, gradient_accumulation_steps=settings.grad_accum,
+            num_generations=trainee.group, max_completion_length=trainee.max_new_tokens, **trainee.sampling(),
+            chat_template_kwargs={"enable_thinking": trainee.enable_thinking},
+            bf16=False, fp16=False,  # fp32: a T4 has no bf16, and fp16 gives NaN losses with Qwen3
+            gradient_checkpointing=False, logging_steps=settings.logging_steps, report_to=[], disable_tqdm=True,
+            save_strategy="steps" if settings.checkpoint_every else "no", save_steps=settings.checkpoint_every or 1,
+            save_total_limit=1, dataloader_pin_memory=torch.cuda.is_available(),
+            # with generation fast, the step's bulk is LoRA forward/backward: a launch-bound pass that
+            # compiling fuses (the first step pays the compilation); on a CPU compiling costs more than it saves
+            torch_compile=settings.fast and torch.cuda.is_available())
+    trl_internals.one_gpu(config)  # the batch runner gives each family process a GPU of its own
     return config
 
 
-def reward_function(scorer: scoring.Scorer, family: families_.Family, trainee: Trainee):
+def reward_function(scorer: scoring.Scorer, family: Family, trainee: Trainee):
     def reward(prompts, completions, seed, **_):
         texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]
         return scorer.score(family, seed, [trainee.clean(t) for t in texts])
     return reward
 
 
-# Trainer's torch_compile, by region: one decoder layer compiled and reused for all of them (accelerate's
-# compile_regions; embedding, norm and head apart) instead of the whole model. Measured on the CPU
-# (bench/results/compile_probe.cpu.txt), 28-layer Qwen3 with LoRA: 247 s to compile instead of 790 s,
-# a second process's first two calls 40 s instead of 102 s, steady calls no slower.
-REGIONAL_COMPILATION = True
-
-
-def fast_trainer(**kwargs):
-    """A GRPOTrainer whose generation step runs on a sampling.InferenceCopy of the model.
-
-    TRL's own non-vLLM step generates through the PEFT model with a dynamic cache and compilation
-    off (disable_compile=True): 35 ms per decode step for SmolLM2-135M on an H200, where the
-    same tokens cost 8 ms with a static cache in CUDA graphs (shared/docs/device.md). The config
-    is TRL's own generation_config with only the engine fields changed, so the samples come from
-    the same distribution; the weights are the adapted model's, merged, synced once per step."""
-    from trl import GRPOTrainer
-
-    class FastGRPOTrainer(GRPOTrainer):
-        def __init__(self, *args, engine: sampling.InferenceCopy, **kw):
-            super().__init__(*args, **kw)
-            self.engine, self._synced_at = engine, None
-
-        def _build_accelerator_args(self, **kw):
-            args = super()._build_accelerator_args(**kw)
-            if "dynamo_plugin" in args:  # read where torch_compile is on
-                args["dynamo_plugin"].use_regional_compilation = REGIONAL_COMPILATION
-            return args
-
-        def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
-            if self.use_vllm or self.use_transformers_continuous_batching or images or multimodal_fields \
-                    or engine.gate():  # the engine is off in this process: TRL's own generation
-                return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations,
-                                                     has_tool_images)
-            if self._synced_at != self.state.global_step:
-                self.engine.sync(self.model)
-                self._synced_at = self.state.global_step
-            config = copy.deepcopy(self.generation_config)
-            config.update(cache_implementation="static", disable_compile=False,
-                          max_cache_len=sampling.cache_length(prompt_ids, self.max_completion_length))
-            ids = sampling.generate_ids(self.engine.model, prompt_ids, config, len(prompt_ids),
-                                        self._tokenizer.pad_token_id, self.eos_token_ids)
-            return ids, None
-
-    return FastGRPOTrainer(**kwargs)
+def _generate(model, prompt_ids, config, max_new_tokens: int, pad_id: int, eos: list[int]):
+    """GRPO's completions from the fast engine on a merged copy of the model: TRL's own
+    generation_config with only the engine fields changed, so the samples come from the same
+    distribution. None where the engine is off in this process (TRL's own generation serves)."""
+    if engine.gate():
+        return None
+    config.update(cache_implementation="static", disable_compile=False,
+                  max_cache_len=sampling.cache_length(prompt_ids, max_new_tokens))
+    return sampling.generate_ids(model, prompt_ids, config, len(prompt_ids), pad_id, eos)
 
 
 @dataclass
@@ -116,6 +87,7 @@ class Bookkeeping:
     timings: dict = field(default_factory=dict)
     engine: dict = field(default_factory=dict)  # phase -> engine.status() of the process that ran it
     resumed_at_step: int | None = None
+    trainer: str = ""  # "fast", or TRL's own and why
 
 
 def _counts(scorer: scoring.Scorer, key: str) -> dict:
@@ -160,7 +132,7 @@ def bookkeeping_callback(scorer: scoring.Scorer, key: str, prior: dict, log):
     return Bookkeeper()
 
 
-def train(loaded: sampling.Loaded, settings: Settings, family: families_.Family, rows: list[dict],
+def train(loaded: sampling.Loaded, settings: Settings, family: Family, rows: list[dict],
           scorer: scoring.Scorer, checkpoints: str, books: Bookkeeping, log=print):
     """GRPO + LoRA from the last checkpoint, if any; returns the trained model and the log history."""
     from datasets import Dataset
@@ -182,18 +154,21 @@ def train(loaded: sampling.Loaded, settings: Settings, family: families_.Family,
         args=grpo_config(settings, checkpoints), train_dataset=dataset, callbacks=[keeper],
         peft_config=LoraConfig(r=settings.lora_r, lora_alpha=settings.lora_alpha, target_modules="all-linear",
                                task_type="CAUSAL_LM"))
-    if settings.fast:  # the copy is taken before PEFT injects its layers into the model
-        trainer = fast_trainer(engine=sampling.InferenceCopy(loaded.model), **arguments)
-    else:
-        trainer = GRPOTrainer(**arguments)
-    trainer.remove_callback(PrinterCallback)  # the bookkeeper logs a short line instead of every metric
-    if resume:
-        books.resumed_at_step = int(resume.rsplit("-", 1)[-1])
-        log(f"resuming from {resume}")
-    trainer.train(resume_from_checkpoint=resume)
+    books.trainer = "fast" if settings.fast and not trl_internals.gate() else \
+        f"trl ({trl_internals.gate() or 'fast off'})"
+    with renamed_alias():
+        if books.trainer == "fast":  # the copy is taken before PEFT injects its layers into the model
+            trainer = trl_internals.fast_trainer(sampling.InferenceCopy(loaded.model), _generate, **arguments)
+        else:
+            trainer = GRPOTrainer(**arguments)
+        trainer.remove_callback(PrinterCallback)  # the bookkeeper logs a short line instead of every metric
+        if resume:
+            books.resumed_at_step = int(resume.rsplit("-", 1)[-1])
+            log(f"resuming from {resume}")
+        trainer.train(resume_from_checkpoint=resume)
     books.timings |= {"train_s": keeper.train_s(), "first_step_s": keeper.first_step_s}
     books.scoring = _plus(books.scoring, keeper.scoring())
-    if settings.fast:
+    if books.trainer == "fast":
         trainer.engine.sync(trainer.model)  # the copy is the trained model, merged and already compiled
         return trainer.engine.model, trainer.state.log_history
     merged = trainer.model.merge_and_unload()
@@ -219,7 +194,7 @@ def curve(log_history: list[dict]) -> list[dict]:
 class Run:
     """One family's run in progress: what check() found, and what each step added."""
     settings: Settings
-    family: families_.Family
+    family: Family
     body: dict  # the committed predictions
     sha: str
     tasks: dict  # seed range name -> tasks, built once
@@ -248,8 +223,7 @@ class Run:
 
 def check(settings: Settings, family, log=print) -> Run:
     """The commitment, the trainee, the settings and the tasks, checked before any model loads."""
-    settings.validate()
-    family = families_.parse(family)
+    family = sources.parse(family)
     body, sha = commit.verified(settings, family.key)
     run = Run(settings, family, body, sha, {})
     old = records.read(files.result(settings.out, family.slug), sha)
@@ -300,7 +274,7 @@ def train_family(run: Run, log=print) -> list[dict]:
     sampling.release(run.loaded.model)  # the evaluation's cache: memory training needs on a T4
     run.trained, run.history = train(run.loaded, run.settings, run.family, run.tasks["train"], run.scorer,
                                      str(run.work / "checkpoints"), run.books, log)
-    run.books.engine["train"] = engine.status()
+    run.books.engine["train"] = engine.status() | {"trainer": run.books.trainer}
     # the base model PEFT wrapped is not used again (with fast on, the trained model is another copy:
     # ~2.2 GB at 0.6B in fp32); dropping it lets release() give its memory back before evaluation
     run.loaded.model = run.trained
@@ -357,7 +331,7 @@ def outcome(settings: Settings, key: str, sha: str, prediction: dict, before: Ev
     gain = stats.paired_gain(before.scores, after.scores, settings.bootstrap_n)
     improved = stats.improved(gain, settings.alpha)
     extra = {"model": {}, "engine": {}, "scoring": {}, "timings": {}, "started_at": provenance.now()} | extra
-    return FamilyResult(family=key, slug=families_.parse(key).slug, predictions_sha256=sha,
+    return FamilyResult(family=key, slug=sources.parse(key).slug, predictions_sha256=sha,
                         trainee=settings.profile.as_dict(), settings=settings.protocol(), prediction=prediction,
                         before=before, after=after, gain=gain, improved=improved,
                         held=improved == (prediction["prediction"] == "improves"), reward_curve=reward_curve,

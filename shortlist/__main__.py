@@ -2,7 +2,7 @@
 
     python -m shortlist screen --model tiny --families "chain_sum(max_terms=2, max_digits=1), leg_counting"
     python -m shortlist screen --trainee smollm2 --model /models/smollm2
-    python -m shortlist screen --all --levels --out results/catalog --budget-min 60   # the catalog (catalog.py)
+    python -m shortlist screen --all --levels --out results/catalog --budget-min 60   # the catalog (catalog/)
     python -m shortlist families      # every Reasoning Gym family that builds with its defaults
 """
 from __future__ import annotations
@@ -12,12 +12,13 @@ import sys
 import time
 from pathlib import Path
 
-from shortlist import defaults, families, models, output, trainee
-from shortlist.catalog import CatalogError
-from shortlist.curricula import LevelError
-from shortlist.families import FamilyError
+from shortlist import defaults, output, sources, trainee
+from shortlist.catalog.records import CatalogError
+from shortlist.models import config as models
+from shortlist.models.config import ModelError
 from shortlist.output import OutputError
-from shortlist.models import ModelError
+from shortlist.sources import FamilyError
+from shortlist.sources.levels import LevelError
 from shortlist.trainee import TraineeError
 
 
@@ -28,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     sc.add_argument("--trainee", default="qwen3",
                     help="a profile (qwen3, smollm2), 'profile(field=value, ...)', or a .json file")
     sc.add_argument("--model", help="a hub name, a local folder, or 'tiny' (offline); default: the trainee's own")
-    sc.add_argument("--families", help=f"default: {', '.join(families.DEFAULT)}; with --levels, names only")
+    sc.add_argument("--families", help=f"default: {', '.join(sources.DEFAULT)}; with --levels, names only")
     sc.add_argument("--tasks", type=int, default=defaults.SCREEN_TASKS, help="tasks per family")
     sc.add_argument("--first-seed", type=int, default=defaults.PREDICT_SEED)
     sc.add_argument("--batch", type=int, default=defaults.SAMPLE_BATCH,
@@ -44,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     if args.command == "families":
-        print("\n".join(families.creatable()))
+        print("\n".join(sources.creatable()))
         return 0
     started = time.perf_counter()
     catalog_run = args.all or args.levels
@@ -56,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             if args.out or args.budget_min is not None:
                 raise ValueError("--out and --budget-min go with --all or --levels (the catalog)")
-            chosen = families.parse_list(args.families or list(families.DEFAULT))
+            chosen = sources.parse_list(args.families or list(sources.DEFAULT))
         if args.tasks < 1 or args.batch < 0 or args.first_seed < 0:
             raise ValueError("--tasks must be at least 1, --batch and --first-seed at least 0")
         if args.json:
@@ -68,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     if catalog_run:
         return _catalog(plan, started)
 
-    from shortlist import sampling, scoring, screening  # torch and the scorers: only once the input is sound
+    from shortlist import scoring, screening  # torch and the scorers: only once the input is sound
+    from shortlist.generation import sampling
     loaded = sampling.load(who.model)
     sampler = sampling.Sampler(loaded, who, batch_size=args.batch)
     with scoring.Scorer() as scorer:
@@ -83,12 +85,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _catalog_plan(args, who):
-    from shortlist import catalog
+    from shortlist.catalog import run as catalog
     if args.all and args.families:
         raise ValueError("--all screens every family; give --families with --levels alone")
     if args.json:
         raise ValueError("--json is for a screen of named families; the catalog writes <out>/shortlist.json")
-    names = None if args.all else args.families or list(families.DEFAULT)
+    names = None if args.all else args.families or list(sources.DEFAULT)
     p = catalog.plan(who, names, walk=args.levels, tasks=args.tasks, first_seed=args.first_seed, batch=args.batch,
                      budget_min=args.budget_min, out=args.out or catalog.OUT)
     output.check_writable(p.out)
@@ -97,7 +99,7 @@ def _catalog_plan(args, who):
 
 def _catalog(p, started: float) -> int:
     import signal
-    from shortlist import catalog
+    from shortlist.catalog import run as catalog
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stopped: task builders killed, the walks as written
     found = catalog.run(p, log=lambda line: print(line, file=sys.stderr, flush=True))
     print(catalog.summary(found, p))

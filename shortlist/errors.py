@@ -11,3 +11,9 @@ from __future__ import annotations
 class OneLine(Exception):
     def _render_traceback_(self) -> list[str]:
         return [f"{type(self).__name__}: {self}"]
+
+
+def one_line(e: BaseException, limit: int = 300) -> str:
+    """An exception as one line: a OneLine's own message, else its type and the first line of its text."""
+    text = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return (text if isinstance(e, OneLine) else f"{type(e).__name__}: {text}".rstrip(": "))[:limit]

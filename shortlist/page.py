@@ -42,6 +42,26 @@ def render(nb, title: str) -> str:
     return page
 
 
+BOXES = {"banner": ("#fff3cd", "#e0a800"), "warning": ("#f8d7da", "#b02a37")}  # kind -> (background, edge)
+TINY = ("It was made with the offline **tiny** test model (0.2 M parameters), so its numbers exercise the "
+        "pipeline and say nothing about any real model.")
+SMOKE = "**This is a smoke run, not a finding.**"
+
+
+def markup(text: str) -> str:
+    """Plain text as HTML, escaped, with **bold** spans made bold."""
+    import re
+    return re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", html_.escape(text, quote=False))
+
+
+def box(kind: str, text: str) -> str:
+    """A banner or a warning above a page's headline: text escaped, **bold** kept, warnings marked ⚠."""
+    background, edge = BOXES[kind]
+    mark = "⚠ " if kind == "warning" else ""
+    return (f'<div class="shortlist-{kind}" style="background:{background};border-left:6px solid {edge};'
+            f'padding:0.6rem 1rem;margin:0.6rem 0">{mark}{markup(text)}</div>')
+
+
 def page(title: str, body: str) -> str:
     """An HTML fragment (already escaped where it holds text) as a page that looks like the report."""
     import nbformat

@@ -5,9 +5,8 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from shortlist import defaults
-from shortlist import families as families_
-from shortlist.sampling import Sampler
+from shortlist import defaults, sources
+from shortlist.generation.sampling import Sampler
 from shortlist.scoring import ScoreCounts, Scorer
 from shortlist.trainee import Trainee, prediction
 
@@ -58,13 +57,13 @@ def summarize(family: str, groups: list[list[float]], extracted: float, trainee:
 def screen(sampler: Sampler, scorer: Scorer, family, tasks: int = TASKS, first_seed: int = PREDICT_SEED,
            seed: int = 0) -> Screen:
     """One family: the trainee's group of samples on each task, scored, summarized, judged."""
-    family = families_.parse(family)
+    family = sources.parse(family)
     return screen_tasks(sampler, scorer, family, family.tasks(range(first_seed, first_seed + tasks)), seed)
 
 
 def screen_tasks(sampler: Sampler, scorer: Scorer, family, rows: list[dict], seed: int = 0) -> Screen:
     """screen() on tasks already built (Family.tasks()): the catalog builds them in other processes."""
-    family, trainee = families_.parse(family), sampler.trainee
+    family, trainee = sources.parse(family), sampler.trainee
     k, tasks = trainee.group, len(rows)
     torch.manual_seed(seed)  # the same model screens the same way twice
     samples = sampler.sample([r["question"] for r in rows], k=k)
@@ -83,7 +82,7 @@ def screen_all(sampler: Sampler, scorer: Scorer, families, tasks: int = TASKS, f
                seed: int = 0, log=print) -> list[Screen]:
     """Every family in turn, one progress line each: what `shortlist screen` and notebook 01 both run."""
     screens = []
-    for family in families_.parse_list(families):
+    for family in sources.parse_list(families):
         screens.append(screen(sampler, scorer, family, tasks, first_seed, seed))
         s = screens[-1]
         log(f"{s.family}: pass@1 {s.pass1:.2f}, signal on correctness {s.signal_correct:.2f}, "
@@ -91,15 +90,35 @@ def screen_all(sampler: Sampler, scorer: Scorer, families, tasks: int = TASKS, f
     return screens
 
 
-COLUMNS = [("family", "family", "{}"), ("pass@1", "pass1", "{:.2f}"), ("pass@k", "passk", "{:.2f}"),
-           ("mean", "mean", "{:.3f}"), ("signal(raw)", "signal_raw", "{:.2f}"),
-           ("signal(correct)", "signal_correct", "{:.2f}"), ("extracted", "extracted", "{:.2f}"),
-           ("clipped", "clipped", "{:.2f}"), ("verdict", "verdict", "{}")]
+# The screen's numbers, each spelled once: (field, label, format). The verdict table, the catalog's
+# csv and page, and the report's predictions table all read them from here.
+METRICS = (("pass1", "pass@1", "{:.2f}"), ("passk", "pass@k", "{:.2f}"), ("mean", "mean score", "{:.3f}"),
+           ("signal_raw", "signal (raw)", "{:.2f}"), ("signal_correct", "signal (correct)", "{:.2f}"),
+           ("learnability", "mean p(1−p)", "{:.3f}"), ("extracted", "extracted", "{:.2f}"),
+           ("clipped", "clipped", "{:.2f}"), ("repetitive", "repetitive", "{:.2f}"))
+TABLE = ("pass1", "passk", "mean", "signal_raw", "signal_correct", "extracted", "clipped")  # the verdict table's
+
+
+def columns(k: int, only=None) -> list[tuple[str, str, str]]:
+    """(field, label, format) of the metrics (those named in only, in its order), pass@k spelled with k."""
+    by_field = {f: (f, label.replace("pass@k", f"pass@{k}"), fmt) for f, label, fmt in METRICS}
+    return [by_field[f] for f in (only or by_field)]
+
+
+def labelled(screen: dict, only=None) -> dict:
+    """A screen (Screen.as_dict(), or a row of one read back) as {label: value}, in METRICS' order."""
+    return {label: screen[f] for f, label, _ in columns(screen["k"], only)}
+
+
+def formats(k: int, only=None) -> dict:
+    """{label: format} for the same columns."""
+    return {label: fmt for _, label, fmt in columns(k, only)}
 
 
 def table(screens: list[Screen]) -> str:
     """A plain-text verdict table."""
-    cells = [[h for h, _, _ in COLUMNS]] + [[fmt.format(getattr(s, f)) for _, f, fmt in COLUMNS] for s in screens]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(COLUMNS))]
+    cols = [("family", "family", "{}")] + columns(screens[0].k if screens else 8, TABLE) + [("verdict", "verdict", "{}")]
+    cells = [[label for _, label, _ in cols]] + [[fmt.format(getattr(s, f)) for f, _, fmt in cols] for s in screens]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(cols))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
     return "\n".join(lines[:1] + ["  ".join("-" * w for w in widths)] + lines[1:])

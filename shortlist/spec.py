@@ -21,16 +21,24 @@ def call(text: str, what: str = "spec") -> tuple[str, dict]:
         node = ast.parse(text, mode="eval").body
     except SyntaxError:
         raise SpecError(f"cannot read {what} {text!r}: write name or name(key=value, ...)") from None
-    if isinstance(node, ast.Name):
-        return node.id, {}
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.args \
-            and all(kw.arg for kw in node.keywords):
+    if _name(node):
+        return _name(node), {}
+    if isinstance(node, ast.Call) and _name(node.func) and not node.args and all(kw.arg for kw in node.keywords):
         try:
             config = {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords}
         except ValueError:
             raise SpecError(f"{text!r}: settings must be Python literals (numbers, strings, lists)") from None
-        return node.func.id, {k: list(v) if isinstance(v, tuple) else v for k, v in config.items()}
+        return _name(node.func), {k: list(v) if isinstance(v, tuple) else v for k, v in config.items()}
     raise SpecError(f"cannot read {what} {text!r}: write name or name(key=value, ...)")
+
+
+def _name(node) -> str | None:
+    """`name`, or `source.name` (a family of another source): the dotted name, else None."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"{node.value.id}.{node.attr}"
+    return None
 
 
 def split(text: str) -> list[str]:

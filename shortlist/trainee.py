@@ -38,10 +38,9 @@ import re
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from reasoning_gym.utils import SYSTEM_PROMPTS, extract_answer
-
 from shortlist import spec
-from shortlist.errors import OneLine
+from shortlist.errors import OneLine, one_line
+from shortlist.sources import reasoning_gym as rg
 
 VERDICTS = ("improves", "too hard", "already solved", "no signal")
 
@@ -57,7 +56,7 @@ _NUMBER = re.compile(r"-?\d+(?:,\d{3})*(?:\.\d+)?")
 
 
 def _answer_tags(text: str) -> str | None:
-    return extract_answer(text)
+    return rg.extract_answer(text)
 
 
 def _answer_line(text: str) -> str | None:
@@ -226,7 +225,7 @@ def register(trainee: Trainee) -> Trainee:
 # answer between <answer> tags). "direct", not the step-by-step "default", because the budget is 128
 # new tokens and a step-by-step answer cut off before its tag scores nothing. Whether Qwen3 writes
 # the tags is measured, not assumed: screening and evaluation report the share extracted.
-QWEN3 = register(Trainee(profile="qwen3", model="Qwen/Qwen3-0.6B", system_prompt=SYSTEM_PROMPTS["direct"],
+QWEN3 = register(Trainee(profile="qwen3", model="Qwen/Qwen3-0.6B", system_prompt=rg.SYSTEM_PROMPTS["direct"],
                          enable_thinking=False, extraction="answer_tags"))
 
 # SmolLM2-135M-Instruct almost never writes <answer> tags (sampled pass@1 0.005 on easy products
@@ -275,7 +274,7 @@ def _from_file(path: Path) -> Trainee:
     except FileNotFoundError:
         raise TraineeError(f"trainee file {path} does not exist") from None
     except (OSError, ValueError) as e:
-        raise TraineeError(f"trainee file {path}: {type(e).__name__}: {str(e).splitlines()[0]}") from None
+        raise TraineeError(f"trainee file {path}: {one_line(e)}") from None
     if not isinstance(record, dict):
         raise TraineeError(f"trainee file {path}: must hold a JSON object of trainee fields")
     base = record.pop("extends", None)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from shortlist import tiny
+from shortlist.models import tiny
 from shortlist.errors import OneLine
 
 
@@ -85,3 +85,19 @@ def check_fits(config, trainee) -> None:
                          f"{limit} positions {trainee.model} holds")
 
 
+def identity(name: str) -> dict:
+    """The model's name and revision, without loading it: tiny's fingerprint, a local folder's files
+    hashed (a folder has no commit), a hub model's commit as its config names it."""
+    import hashlib
+    if name == tiny.NAME:
+        return {"name": name, "revision": tiny.fingerprint(tiny.ensure())}
+    folder = Path(name).expanduser()
+    if folder.is_dir():
+        digest = hashlib.sha256()
+        for path in sorted(p for p in folder.iterdir() if p.is_file()):
+            digest.update(path.name.encode() + b"\0")
+            with open(path, "rb") as f:
+                for block in iter(lambda: f.read(1 << 24), b""):
+                    digest.update(block)
+        return {"name": name, "revision": "files:" + digest.hexdigest()[:16]}
+    return {"name": name, "revision": getattr(model_config(name), "_commit_hash", None)}

@@ -1,6 +1,6 @@
 """One scoring function for screening, evaluation and the GRPO reward: Scorer.score().
 
-Each answer is scored in a fresh process of its own (sandbox.py): forked from a zygote that
+Each answer is scored in a fresh process of its own (zygote.py): forked from a zygote that
 imported the family's scorer and built its tasks outside every deadline, confined by the kernel,
 and killed with everything it started once it replies or passes its deadline. Threads, SIGALRM and
 Pool.get(timeout) cannot stop `9**9**9` (protocol-notes); a killed process can. Every result is
@@ -23,9 +23,9 @@ from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
-from shortlist import defaults
-from shortlist import families as families_
-from shortlist.families import Family
+from shortlist import defaults, sources
+from shortlist.sources import Family
+from shortlist.sources import source as source_
 
 DEADLINE_S = defaults.SCORE_DEADLINE_S  # an answer whose scorer takes longer scores 0.0
 WARMUP_DEADLINE_S = 120.0  # a zygote silent this long is dead: it imports and builds tasks, untimed
@@ -69,13 +69,13 @@ def normalize(value, counts: ScoreCounts) -> float:
 
 
 class _Zygote:
-    """The parent's end of one family's zygote (sandbox.Zygote)."""
+    """The parent's end of one family's zygote (zygote.Zygote)."""
 
     def __init__(self, ctx, family: Family | None, scratch: str, limits):
-        from shortlist import sandbox
+        from shortlist.scoring import zygote
         parent, child = ctx.Pipe()
-        name, config = (family.name, family.config) if family else (None, {})
-        self.process = ctx.Process(target=sandbox.zygote, args=(child, name, config, scratch, limits), daemon=True)
+        what = (source_.wire(family.source), family.name, family.config) if family else (None, None, {})
+        self.process = ctx.Process(target=zygote.zygote, args=(child, *what, scratch, limits), daemon=True)
         with _main_module_hidden():
             self.process.start()
         child.close()
@@ -109,7 +109,7 @@ class Scorer:
     """Scores answers in sandboxed processes. Use as a context manager, or call close()."""
 
     def __init__(self, workers: int = WORKERS, deadline_s: float = DEADLINE_S, memory_mb: int = MEMORY_MB):
-        from shortlist.sandbox import Limits
+        from shortlist.scoring.zygote import Limits
         if workers < 1 or deadline_s <= 0 or memory_mb < 256:
             raise ValueError("scoring needs workers >= 1, deadline_s > 0 and memory_mb >= 256")
         self.workers, self.deadline_s, self.memory_mb = workers, deadline_s, memory_mb
@@ -138,7 +138,7 @@ class Scorer:
 
     def score(self, family: Family | str, seeds, answers) -> list[float]:
         """Score answers (None: nothing extracted) to the family's tasks at these seeds."""
-        family = families_.parse(family)
+        family = sources.parse(family)
         counts = ScoreCounts()
         started = time.perf_counter()
         scores = [0.0] * len(answers)
@@ -202,20 +202,22 @@ class Scorer:
 
 
 def _context():
-    """A forkserver that has imported reasoning_gym, started with PYTHONHASHSEED=0 and an emptied
-    environment.
+    """A forkserver that has imported the zygote and the default source, started with
+    PYTHONHASHSEED=0 and an emptied environment.
 
     forkserver, not fork: CUDA does not survive fork, and the server starts before any CUDA work.
     Preloading makes a zygote cost milliseconds, not an import. The fixed hash seed makes its tasks
     the ones Family.tasks() builds (some families' tasks depend on it).
     """
     ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["shortlist.sandbox"])
+    ctx.set_forkserver_preload(["shortlist.scoring.zygote", source_.SOURCES[source_.DEFAULT]])
     saved = dict(os.environ)
     try:  # the server's environment is every worker's /proc/self/environ: give it no secrets
         keep = ("PATH", "PYTHONPATH", "LANG")
         os.environ.clear()
-        os.environ.update({k: saved[k] for k in keep if k in saved}, PYTHONHASHSEED="0")
+        # single-threaded BLAS in the server and its zygotes: unshare() needs one thread
+        os.environ.update({k: saved[k] for k in keep if k in saved}, PYTHONHASHSEED="0", OMP_NUM_THREADS="1",
+                          OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
         with _main_module_hidden():
             mp.forkserver.ensure_running()
     finally:

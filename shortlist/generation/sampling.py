@@ -25,9 +25,11 @@ import torch
 import transformers
 from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
-from shortlist import defaults, engine, tiny
-from shortlist.engine import completion_ids, quiet
-from shortlist.models import ModelError, model_config, positions
+from shortlist import defaults
+from shortlist.generation import engine, hf_internals
+from shortlist.generation.engine import completion_ids, quiet
+from shortlist.models import tiny
+from shortlist.models.config import ModelError, model_config, positions
 from shortlist.trainee import Trainee
 
 SAMPLE_BATCH = defaults.SAMPLE_BATCH
@@ -171,7 +173,7 @@ def release(model) -> None:
     """Give back the static cache sampling keeps on a model (sized to fill MEMORY_SHARE: GBs on a
     T4) once the model will not sample again at that size, and collect what is no longer held."""
     import gc
-    model.__dict__.pop("_shortlist_cache", None)
+    hf_internals.release(model)
     gc.collect()
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
@@ -247,12 +249,9 @@ class InferenceCopy:
     engine (CUDA graphs hold pointers) sees them without recompiling. Only LoRA-adapted weights
     change during training, so only those are copied."""
 
-    # a compiled forward is bound to the model it was made for, and a static cache is its own: not copied
-    NOT_COPIED = ("_compiled_call", "_last_compile_config", "_shortlist_cache")
-
     def __init__(self, model):
         import copy
-        kept = {name: model.__dict__.pop(name) for name in self.NOT_COPIED if name in model.__dict__}
+        kept = {name: model.__dict__.pop(name) for name in hf_internals.NOT_COPIED if name in model.__dict__}
         try:
             self.model = copy.deepcopy(model).eval()
         finally:

@@ -43,9 +43,9 @@ def fingerprint(folder: Path) -> str:
 
 
 def _examples() -> tuple[list[dict], list[str]]:
-    from shortlist import families
-    taught = [t | {"family": f} for f in families.parse_list(list(TAUGHT)) for t in f.tasks(SEEDS)]
-    text = [t["question"] for name in TEXT_ONLY for t in families.parse(name).tasks(SEEDS[:100])]
+    from shortlist import sources
+    taught = [t | {"family": f} for f in sources.parse_list(list(TAUGHT)) for t in f.tasks(SEEDS)]
+    text = [t["question"] for name in TEXT_ONLY for t in sources.parse(name).tasks(SEEDS[:100])]
     return taught, text
 
 

@@ -5,10 +5,9 @@ Some Reasoning Gym families iterate over sets of strings while generating a task
 for a seed depends on the interpreter's hash seed: a Jupyter kernel started by hand and a scoring
 process would disagree on what was asked. Python fixes the hash seed when the interpreter starts,
 so a process that does not run with PYTHONHASHSEED=0 asks a helper that does: one per process,
-started on first use, JSON lines in and out. list_functions also draws from the unseeded global
-`random` module, so entry() seeds it (and numpy's) from the family and seed, and restores it.
+started on first use, JSON lines in and out. Any source's tasks are built this way.
 
-    python -m shortlist.builder     # the helper's loop (started by build(), not by hand)
+    python -c "from shortlist.sources.tasks import main; main()"    # the helper (build() starts it)
 """
 from __future__ import annotations
 
@@ -19,6 +18,9 @@ import subprocess
 import sys
 import threading
 
+from shortlist.errors import one_line
+from shortlist.sources import source as source_
+
 _helper: subprocess.Popen | None = None
 _lock = threading.Lock()
 
@@ -28,13 +30,14 @@ def fixed() -> bool:
     return sys.flags.hash_randomization == 0
 
 
-def build(name: str, config: dict, seeds: list[int]) -> list[dict]:
+def build(source: str, name: str, config: dict, seeds: list[int]) -> list[dict]:
     """{"seed", "question", "answer"} for each seed, as every process of the project builds them."""
     if fixed():
-        return _build(name, config, seeds)
+        return _build(source, name, config, seeds)
     with _lock:
         helper = _start()
-        helper.stdin.write(json.dumps({"name": name, "config": config, "seeds": seeds}) + "\n")
+        helper.stdin.write(json.dumps({"source": source_.wire(source), "name": name, "config": config,
+                                       "seeds": seeds}) + "\n")
         helper.stdin.flush()
         reply = json.loads(helper.stdout.readline() or '{"error": "the task builder died"}')
     if "error" in reply:
@@ -42,26 +45,15 @@ def build(name: str, config: dict, seeds: list[int]) -> list[dict]:
     return reply["tasks"]
 
 
-def entry(name: str, config: dict, seed: int) -> dict:
-    """Reasoning Gym's entry (question, answer, metadata) for a seed: call it where the hash seed is 0."""
-    import random
-
-    import numpy
-    import reasoning_gym
-    saved = random.getstate(), numpy.random.get_state()
-    random.seed(f"{name}/{seed}")  # a str seeds through SHA-512: the same in every process
-    numpy.random.seed(seed % 2**32)
-    try:
-        return reasoning_gym.create_dataset(name, seed=seed, size=1, **config)[0]
-    finally:
-        random.setstate(saved[0])
-        numpy.random.set_state(saved[1])
+def entry(source: str, name: str, config: dict, seed: int) -> dict:
+    """The source's entry (question, answer, metadata) for a seed: call it where the hash seed is 0."""
+    return source_.get(source).entry(name, config, seed)
 
 
-def _build(name: str, config: dict, seeds: list[int]) -> list[dict]:
+def _build(source: str, name: str, config: dict, seeds: list[int]) -> list[dict]:
     tasks = []
     for seed in seeds:
-        task = entry(name, config, seed)
+        task = entry(source, name, config, seed)
         tasks.append({"seed": seed, "question": task["question"], "answer": task["answer"]})
     return tasks
 
@@ -69,9 +61,10 @@ def _build(name: str, config: dict, seeds: list[int]) -> list[dict]:
 def _start() -> subprocess.Popen:
     global _helper
     if _helper is None or _helper.poll() is not None:
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # this checkout's shortlist wins
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # this checkout's shortlist wins
         path = os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])
-        _helper = subprocess.Popen([sys.executable, "-m", "shortlist.builder"], text=True, encoding="utf-8",
+        _helper = subprocess.Popen([sys.executable, "-c", "from shortlist.sources.tasks import main; main()"],
+                                   text=True, encoding="utf-8",
                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                    env={**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": path})
         atexit.register(_stop)
@@ -91,12 +84,10 @@ def main() -> None:
     for line in sys.stdin:
         request = json.loads(line)
         try:
-            reply = {"tasks": _build(request["name"], request["config"], request["seeds"])}
+            source_.arrive(request["source"])
+            reply = {"tasks": _build(request["source"][0], request["name"], request["config"], request["seeds"])}
         except Exception as e:  # noqa: BLE001  the caller raises it, in its own process
-            reply = {"error": f"{type(e).__name__}: {e}"}
+            reply = {"error": one_line(e)}
         replies.write(json.dumps(reply) + "\n")
         replies.flush()
 
-
-if __name__ == "__main__":
-    main()

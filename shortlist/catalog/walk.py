@@ -9,7 +9,7 @@ varies wildly (sokoban's easiest level takes ~30 s a task on one core, most fami
 so it runs beside the GPU. Of the families ready, one with shorter prompts goes first, and one
 whose tasks were slow to build goes last (its scorer builds them again before scoring).
 
-    python -m shortlist.walk <job.json>     # what catalog.run starts once per GPU
+    python -m shortlist.catalog.walk <job.json>     # what catalog.run starts once per GPU
 """
 from __future__ import annotations
 
@@ -24,11 +24,14 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
-from shortlist import catalog, curricula, families, output
-from shortlist.catalog import Failure, Plan, Row, Walk
-from shortlist.errors import OneLine
+from shortlist import output, sources
+from shortlist.catalog import files
+from shortlist.catalog.records import Failure, Plan, Row, Walk
+from shortlist.errors import one_line
+from shortlist.sources import levels as levels_
 
 SLOW_TASK_S = 0.25  # a family whose tasks take longer each to build is screened after the others
+clock = time.time  # the budget's clock: wall time, shared by worker processes (tests replace it)
 
 
 @dataclass(frozen=True)
@@ -36,8 +39,8 @@ class Built:
     """A family x level's tasks, built (or why they could not be)."""
     family: str
     level: int | None
-    where: curricula.Level | None  # None where the level could not be written as a spec
-    built: families.Family | None
+    where: levels_.Level | None  # None where the level could not be written as a spec
+    built: sources.Family | None
     tasks: list | None
     sha: str | None
     error: str | None
@@ -48,19 +51,14 @@ def build(name: str, level: int | None, first_seed: int, n: int) -> Built:
     """The tasks of a family at a level: what a builder process runs. Never raises: a failure is data."""
     where, started = None, time.perf_counter()
     try:
-        where = curricula.at(name, level)
-        family = families.parse(where.spec)  # the family's own validate(): impossible configs fail here
+        where = levels_.at(name, level)
+        family = sources.parse(where.spec)  # the family's own validate(): impossible configs fail here
         tasks = family.tasks(range(first_seed, first_seed + n))
-        return Built(name, level, where, family, tasks, families.fingerprint(tasks), None,
+        return Built(name, level, where, family, tasks, sources.fingerprint(tasks), None,
                      time.perf_counter() - started)
     except Exception as e:  # noqa: BLE001  a family that cannot be built is listed with its reason
         why = one_line(e)  # the failure records the spec beside the reason: said once is enough
         return Built(name, level, where, None, None, None, why.removeprefix(f"{where.spec}: ") if where else why)
-
-
-def one_line(e: BaseException) -> str:
-    text = str(e).strip().splitlines()[0] if str(e).strip() else ""
-    return (text if isinstance(e, OneLine) else f"{type(e).__name__}: {text}".rstrip(": "))[:300]
 
 
 class Builders:
@@ -141,7 +139,7 @@ def _builder_start(parent: int) -> None:
 def tier(need: int, limit: int | None) -> int:
     """The static cache length for prompts of up to `need` tokens with their completions: the next
     power of two, so that ~100 families share a handful of compiled shapes (never past the model's)."""
-    from shortlist import sampling
+    from shortlist.generation import sampling
     length = max(sampling.CACHE_QUANTUM, 1 << max(0, need - 1).bit_length())
     return min(length, limit) if limit and limit >= need else length
 
@@ -153,10 +151,11 @@ class Screener:
         self.p, self.loaded, self.sampler, self.scorer = p, None, None, None
 
     def screen(self, b: Built) -> Row | Failure:
-        from shortlist import compile_cache, models, sampling, screening, scoring
-        from shortlist.trainee import Trainee
+        from shortlist import screening, scoring
+        from shortlist.generation import compile_cache, sampling
+        from shortlist.models import config as models
         if self.loaded is None:
-            trainee = Trainee.from_dict(self.p.trainee)
+            trainee = self.p.trainee
             compile_cache.use(Path(self.p.out) / "compile")  # every worker, and a rerun, reuse what one compiled
             self.loaded = sampling.load(trainee.model)
             self.sampler = sampling.Sampler(self.loaded, trainee, batch_size=self.p.batch)
@@ -169,13 +168,13 @@ class Screener:
             s = screening.screen_tasks(self.sampler, self.scorer, b.built, b.tasks, self.p.seed)
         except Exception as e:  # noqa: BLE001  a prompt longer than the model holds, a scorer gone wrong...
             return Failure(b.family, b.level, b.where.spec, "screen", one_line(e))
-        return Row.from_screen(b.where, s, b.sha, time.perf_counter() - started)
+        return Row(b.family, b.level, b.where.levels, b.where.spec, s, b.sha, time.perf_counter() - started)
 
     def record(self) -> dict:
         if self.loaded is None:
             return {"device": "none (nothing screened)", "engine": {}, "scoring": {}, "model": None}
         import torch
-        from shortlist import engine
+        from shortlist.generation import engine
         device = torch.cuda.get_device_name(0) if self.loaded.model.device.type == "cuda" else "cpu"
         return {"device": device, "engine": engine.status(), "scoring": self.scorer.settings(),
                 "model": self.loaded.source}
@@ -189,9 +188,9 @@ class _Family:
     """One family's walk in this worker: rows kept from an earlier run are its cache."""
 
     def __init__(self, p: Plan, name: str):
-        old = catalog.read_walk(p.out, name)
+        old = files.read_walk(p.out, name)
         self.cache = {r.level: r for r in old.rows} if old and old.identity == p.identity() else {}
-        self.walk = Walk(name, p.identity(), next=curricula.first(name))
+        self.walk = Walk(name, p.identity(), next=levels_.first(name))
         self.notes: list[list] = []  # [first level, last level, what happened]
         self.seconds = 0.0
 
@@ -215,18 +214,18 @@ def work(p: Plan, log=print) -> None:
 
     def save(f: _Family, **changes) -> None:
         f.walk = dataclasses.replace(f.walk, **changes)
-        catalog.write_walk(p.out, f.walk)
+        files.write_walk(p.out, f.walk)
 
     def finish(f: _Family) -> None:
         save(f, next=None, done=True)
         counts["finished"] += 1
-        good = [_level(r.level) for r in f.walk.rows if r.verdict == "improves"]
+        good = [_level(r.level) for r in f.walk.rows if r.screen.verdict == "improves"]
         log(f"{p.label} [{counts['finished']}/{len(walks)}] {f.walk.family}: {f.progress()} -> "
             + (f"improves at {', '.join(good)}" if good else "no level improves") + f" ({f.seconds:.0f} s)")
 
     def after(row: Row) -> int | None:
         """Where the walk goes from a screened level: nowhere without --levels, or past "too hard"."""
-        return curricula.following(row.family, row.level) if p.walk and row.verdict != "too hard" else None
+        return levels_.following(row.family, row.level) if p.walk and row.screen.verdict != "too hard" else None
 
     def advance(f: _Family, level: int | None) -> None:
         """From this level (None: a family's only one, without a curriculum), take kept rows as they
@@ -234,11 +233,11 @@ def work(p: Plan, log=print) -> None:
         name = f.walk.family
         while True:
             try:
-                spec = curricula.at(name, level).spec
-            except curricula.LevelError as e:
+                spec = levels_.at(name, level).spec
+            except levels_.LevelError as e:
                 f.note(level, f"failed to build: {e}")
                 save(f, failures=f.walk.failures + (Failure(name, level, None, "build", str(e)),))
-                level = curricula.following(name, level)
+                level = levels_.following(name, level)
             else:
                 kept = f.cache.get(level)
                 if kept is None or kept.spec != spec:
@@ -246,7 +245,7 @@ def work(p: Plan, log=print) -> None:
                     builders.submit(name, level)
                     return
                 counts["kept"] += 1
-                f.note(level, f"{kept.verdict} (kept)")
+                f.note(level, f"{kept.screen.verdict} (kept)")
                 save(f, rows=f.walk.rows + (kept,))
                 level = after(kept)
             if level is None:
@@ -256,13 +255,13 @@ def work(p: Plan, log=print) -> None:
         return finish(f) if level is None else advance(f, level)
 
     def out_of_budget() -> bool:
-        return p.deadline is not None and catalog.clock() >= p.deadline
+        return p.deadline is not None and clock() >= p.deadline
 
     try:
         for f in walks.values():
             advance(f, f.walk.next)
         while builders.pending and not out_of_budget():
-            b = builders.next(None if p.deadline is None else max(0.0, p.deadline - catalog.clock()))
+            b = builders.next(None if p.deadline is None else max(0.0, p.deadline - clock()))
             if b is None or out_of_budget():
                 break  # the walk's file keeps where it was: "not reached" from that level
             f = walks[b.family]
@@ -270,7 +269,7 @@ def work(p: Plan, log=print) -> None:
                 f.note(b.level, f"failed to build: {b.error}")
                 save(f, failures=f.walk.failures + (Failure(b.family, b.level, b.where and b.where.spec, "build",
                                                             b.error),))
-                go_on(f, curricula.following(b.family, b.level))
+                go_on(f, levels_.following(b.family, b.level))
                 continue
             result = screener.screen(b)
             counts["screened"] += 1
@@ -280,7 +279,7 @@ def work(p: Plan, log=print) -> None:
                 finish(f)
                 continue
             f.seconds += result.seconds
-            f.note(b.level, f"{result.verdict} (p(1-p) {result.learnability:.3f})")
+            f.note(b.level, f"{result.screen.verdict} (p(1-p) {result.screen.learnability:.3f})")
             save(f, rows=f.walk.rows + (result,))
             go_on(f, after(result))
     finally:
@@ -305,5 +304,5 @@ def main(job: str) -> int:
 
 
 if __name__ == "__main__":
-    from shortlist import walk  # the module proper, not __main__: what the builders' pickles name
+    from shortlist.catalog import walk  # the module proper, not __main__: what the builders' pickles name
     sys.exit(walk.main(sys.argv[1]))

@@ -1,4 +1,4 @@
-"""Which GPUs a run may use: one worker process per visible GPU, each seeing only its own."""
+"""Where jobs run: the GPUs a run may use, one worker process per visible GPU, each seeing only its own."""
 from __future__ import annotations
 
 import os

@@ -1,9 +1,8 @@
 """The fast decode engine, and the checks that keep it from ever being silently wrong.
 
 decode_static() does what generate()'s sampling loop does, op for op, on a static KV cache whose
-decode step replays as a CUDA graph. It leans on generate()'s private helpers
-(_prepare_generation_config, _get_logits_processor, get_compiled_call), so it is right only
-where it was checked: under transformers 5.17 it decoded 'The-----...' for every completion
+decode step replays as a CUDA graph. It leans on generate()'s private helpers (hf_internals.py), so
+it is right only where it was checked: under transformers 5.17 it decoded 'The-----...' for every completion
 (0 of 32 greedy completions equal to generate()'s), under 5.24 32 of 32. Hence two gates:
 - a version gate: outside VERIFIED it is never used;
 - a self-check: the first time it serves a model in a process, it decodes the batch greedily for
@@ -21,6 +20,8 @@ from contextlib import contextmanager
 
 import torch
 import transformers
+
+from shortlist.generation import hf_internals
 
 VERIFIED = ("5.24.0",)  # transformers versions on which decode_static equalled generate() token for token
 CHECK_TOKENS = 24  # greedy tokens compared per row by the self-check
@@ -52,6 +53,11 @@ def gate() -> str | None:
     return _state["fallback"]
 
 
+def usable(model) -> str | None:
+    """Why the fast engine may not serve this model in this process, or None."""
+    return gate() or hf_internals.check(model)
+
+
 def status() -> dict:
     """Which engine served this process's static-cache requests, and why; the self-checks it made."""
     if not _state["requested"]:
@@ -71,7 +77,7 @@ def reset() -> None:
 def serve(model, ids: torch.Tensor, mask: torch.Tensor, config, eos: list[int]) -> list[list[int]] | None:
     """Completion ids from the fast engine, or None where generate() must serve this batch."""
     _state["requested"] += 1
-    if gate():
+    if usable(model):
         return None
     if model not in _checked and not self_check(model, ids, mask, config, eos):
         return None
@@ -135,26 +141,18 @@ def decode_static(model, ids: torch.Tensor, mask: torch.Tensor, config, eos: lis
     CUDA graph, and it checks for the end every STOP_CHECK_EVERY steps instead of every step.
     Returns None where it cannot stand in for generate(): a processor that reads earlier tokens
     (repetition penalty, minimum length...)."""
-    used, _ = model._prepare_generation_config(config)
+    used = hf_internals.prepared(model, config)
     width = ids.shape[1]
-    processors = model._get_logits_processor(generation_config=used, input_ids_seq_length=width, device=ids.device,
-                                              model_kwargs={})
+    processors = hf_internals.processors(model, used, width, ids.device)
     if any(type(p).__name__ not in _STEP_ONLY for p in processors):
         return None
     rows, steps = ids.shape[0], used.max_new_tokens
-    length = max(width + steps, used.max_cache_len or 0, getattr(model, "_previous_max_cache_length", 0))
-    model._previous_max_cache_length = length
-    key, cache = getattr(model, "_shortlist_cache", (None, None))
-    if key == (rows, length):  # the same tensors again: a captured CUDA graph replays, nothing re-records
-        cache.reset()
-    else:
-        cache = transformers.StaticCache(config=model.config, max_cache_len=length)
-        model._shortlist_cache = ((rows, length), cache)
+    # the same shape again: the same tensors, so a captured CUDA graph replays and nothing re-records
+    cache, length = hf_internals.static_cache(model, rows, max(width + steps, used.max_cache_len or 0))
     attention = torch.ones(rows, length, dtype=mask.dtype, device=ids.device)  # future slots: causality hides them
     attention[:, :width] = mask
     positions = (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 0)  # as generate() derives them
-    forward = model.get_compiled_call(used.compile_config) if model._valid_auto_compile_criteria(
-        {"cache": cache}, used) else model.__call__
+    forward = hf_internals.forward(model, used, cache)
     pad = torch.tensor(used.pad_token_id, device=ids.device)
     eos_ids = torch.tensor(eos, device=ids.device)
 

@@ -2,8 +2,9 @@
 fresh process per answer.
 
 Nine scorers hand the answer to eval() or to sympy's parse_expr (which ends in eval), so an
-answer is code, and whatever it does must end with it. scoring.Scorer starts a zygote per family
-from a forkserver that preloaded this module (PYTHONHASHSEED=0, an emptied environment). The zygote
+answer is code, and whatever it does must end with it. scorer.Scorer starts a zygote per family
+from a forkserver that preloaded this module and the default source (PYTHONHASHSEED=0, an emptied
+environment, single-threaded BLAS). The zygote
 imports what the family's scorer needs and builds its tasks, outside every deadline; each answer is
 then scored in a child forked from it, which confines itself before it reads the answer and is
 killed (with all it started) as soon as it replies or passes its deadline. Children are forked
@@ -34,11 +35,8 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
-os.environ.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")  # single-threaded: unshare() needs it
-
-import reasoning_gym  # noqa: E402  imported here so the forkserver preloads it once for every zygote
-
-from shortlist import builder, hugepages, isolation, landlock, syscalls  # noqa: E402
+from shortlist.scoring import hugepages, isolation, landlock, syscalls
+from shortlist.sources import source as source_
 
 REPLY_LIMIT = 1 << 16
 ENTRIES = 4096  # tasks a zygote keeps built
@@ -67,19 +65,21 @@ class _Child:
     deadline: float = 0.0
 
 
-def zygote(conn, name: str | None, config: dict, scratch: str, limits: Limits) -> None:
-    """Serve one family until the connection closes. name None: report the confinement, exit."""
+def zygote(conn, source, name: str | None, config: dict, scratch: str, limits: Limits) -> None:
+    """Serve one family of a source (source_.wire()) until the connection closes. name None: report
+    the confinement, exit."""
     try:
-        Zygote(conn, name, config, scratch, limits).serve()
+        Zygote(conn, source, name, config, scratch, limits).serve()
     except Exception as e:  # noqa: BLE001  a bug here, not an answer's doing: the Scorer raises it
         conn.send_bytes(json.dumps({"fatal": f"{type(e).__name__}: {e}"}).encode())
 
 
 class Zygote:
-    def __init__(self, conn, name, config, scratch, limits):
+    def __init__(self, conn, source, name, config, scratch, limits):
         gc.freeze()  # what the forkserver imported: never traversed again, here or in any child
         isolation.die_with_parent()
         self.conn, self.name, self.config, self.scratch, self.limits = conn, name, config, scratch, limits
+        self.source = source_.arrive(source) if source else None
         _quiet()
         os.chdir(scratch)
         sys.path[:] = [p for p in sys.path if p not in ("", ".")]  # nothing importable from a scratch directory
@@ -95,11 +95,11 @@ class Zygote:
         self.layers["seccomp_zygote"] = syscalls.load(syscalls.build(syscalls.KERNEL))
         self.answer_filter = syscalls.build(syscalls.ANSWER)
         self.entries: OrderedDict[int, bytes] = OrderedDict()
-        self.dataset = self.warm = None
-        if name is not None:  # score_answer does not depend on the seed its dataset was built with (tests)
-            self.dataset = reasoning_gym.create_dataset(name, seed=0, size=1, **config)
-            self.warm = self.dataset[0]
-            _score(self.dataset, self.warm, self.warm["answer"])  # imports what the scorer needs, here, once
+        self.scorer = self.warm = None
+        if name is not None:
+            self.scorer = self.source.scorer(name, config)
+            self.warm = self.source.entry(name, config, 0)
+            _score(self.scorer, self.warm, self.warm["answer"])  # imports what the scorer needs, here, once
         gc.collect()
         gc.freeze()  # children then leave the zygote's objects alone: fewer copied pages per fork
         self.ready: list[_Child] = []
@@ -180,7 +180,7 @@ class Zygote:
         if seed not in self.entries:
             if len(self.entries) >= ENTRIES:
                 self.entries.popitem(last=False)
-            self.entries[seed] = pickle.dumps(builder.entry(self.name, self.config, seed))  # Family.tasks()'s task
+            self.entries[seed] = pickle.dumps(self.source.entry(self.name, self.config, seed))  # Family.tasks()'s task
         self.entries.move_to_end(seed)
         return self.entries[seed]
 
@@ -294,10 +294,10 @@ def _answer_process(zygote: Zygote, job_r: int, reply_w: int, home: str) -> None
     global refused
     layers = _confine(zygote, job_r, reply_w, home)
     os.write(reply_w, json.dumps(layers).encode())
-    if zygote.dataset is None:
+    if zygote.scorer is None:
         return
     try:
-        _score(zygote.dataset, zygote.warm, zygote.warm["answer"])  # touch what scoring touches, before the clock
+        _score(zygote.scorer, zygote.warm, zygote.warm["answer"])  # touch what scoring touches, before the clock
     except Exception:  # noqa: BLE001
         pass
     chunks = []
@@ -310,7 +310,7 @@ def _answer_process(zygote: Zygote, job_r: int, reply_w: int, home: str) -> None
     entry, answer = pickle.loads(job[8:8 + size]), job[8 + size:].decode("utf-8", "surrogatepass")
     refused = 0
     try:
-        reply = {"score": _score(zygote.dataset, entry, answer)}
+        reply = {"score": _score(zygote.scorer, entry, answer)}
     except BaseException as e:  # noqa: BLE001  SystemExit and KeyboardInterrupt too: the answer raised them
         reply = {"error": type(e).__name__}
     reply["refused"] = refused
@@ -353,8 +353,8 @@ def _confine(zygote: Zygote, job_r: int, reply_w: int, home: str) -> dict:
     return layers
 
 
-def _score(dataset, entry: dict, answer) -> float:
-    return float(dataset.score_answer(answer=answer, entry=entry))
+def _score(scorer, entry: dict, answer) -> float:
+    return float(scorer(answer, entry))
 
 
 def _quiet() -> None:

@@ -68,9 +68,9 @@ def config(**changes):
 
 
 def corpus() -> list[str]:
-    from shortlist import families, trainee
-    return [trainee.QWEN3.system_prompt] + [t["question"] for name in families.DEFAULT
-                                      for t in families.parse(name).tasks(CORPUS_SEEDS)]
+    from shortlist import sources, trainee
+    return [trainee.QWEN3.system_prompt] + [t["question"] for name in sources.DEFAULT
+                                      for t in sources.parse(name).tasks(CORPUS_SEEDS)]
 
 
 def tokenizer(text: list[str] | None = None):
@@ -80,7 +80,7 @@ def tokenizer(text: list[str] | None = None):
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
-    from shortlist import tiny
+    from shortlist.models import tiny
     split = pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(PRE_TOKENIZER), behavior="isolated"),
                                      pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
     alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())

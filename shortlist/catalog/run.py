@@ -1,0 +1,143 @@
+"""The catalog: every Reasoning Gym family, at the curriculum levels where GRPO can learn.
+
+    python -m shortlist screen --all --out results/catalog                 # every family, easiest level
+    python -m shortlist screen --all --levels --budget-min 60 --out ...    # walk each curriculum upwards
+
+Each family is screened at its curriculum's easiest level that builds (sources/levels.py); with
+--levels the walk goes up level by level and stops at the first "too hard", since every level
+above it is harder still. The result is a shortlist: the families with a level where the verdict
+is "improves", ranked by mean p(1-p), written under one output folder:
+
+    <out>/shortlist.json, .csv, .html   every family x level screened, what failed and why, what the
+                                        budget did not reach, and what made it (model, trainee, settings)
+    <out>/families/<name>.json          one family's walk: what a rerun keeps
+    <out>/workers/<label>.json          each worker's device, decode engine and scorer
+    <out>/compile/                      torch.compile's caches, shared by the workers and a rerun
+
+A row is kept by a rerun when the model (name and revision), the whole trainee record, the number
+of tasks, their first seed, the sampling seed and the Reasoning Gym version are the same and its
+level still gives the same spec: the same tasks (each row records their SHA-256), sampled the
+same way. Families fan out one worker process per visible GPU (walk.py), as the proof's do. This module is
+the run; records.py holds what it finds, files.py writes it.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from shortlist import output, provenance, spec
+from shortlist.catalog import files, walk
+from shortlist.catalog.records import OUT, Catalog, CatalogError, Plan, Unreached  # noqa: F401
+from shortlist.models import config as model_config
+from shortlist.sources import levels as levels_
+from shortlist.sources import source as source_
+from shortlist.trainee import Trainee
+
+
+def every_family() -> list[str]:
+    """Every family the default source registers: one that cannot be built is listed with its reason."""
+    return source_.get().names()
+
+
+def plan(trainee: Trainee, names=None, **settings) -> Plan:
+    """A Plan for these family names (every_family() when None); bad input is one line."""
+    if names is None:
+        names = every_family()
+    elif isinstance(names, str):
+        names = spec.split(names)
+    checked = []
+    for text in names:
+        name, config = spec.call(text, "family")
+        if config:
+            raise CatalogError(f"{text.strip()}: the catalog takes the config from {name}'s levels; give the name alone")
+        checked.append(levels_.check_name(name))
+    return Plan(trainee=trainee, families=tuple(checked), **settings)
+
+
+def run(p: Plan, log=print) -> Catalog:
+    """Screen the plan's families, resuming what is kept, within its budget; write the shortlist."""
+    from shortlist import placement
+    started = walk.clock()
+    out = output.check_writable(p.out)
+    p = p.replace(out=str(out.resolve()), model_identity=model_config.identity(p.trainee.model),
+                  deadline=started + p.budget_min * 60 if p.budget_min else None,
+                  run=f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
+    gpus = placement.visible_gpus()
+    if p.builders is None:  # half the CPUs build tasks; the rest score answers and drive the GPUs
+        p = p.replace(builders=max(1, (os.cpu_count() or 1) // max(1, len(gpus)) // 2))
+    exits = _fan_out(p, gpus, log) if gpus else _in_process(p, log)
+    catalog = assemble(p, exits, walk.clock() - started)
+    page_error = files.write(out, catalog)
+    if page_error:
+        log(f"error: shortlist.html not written ({page_error}); shortlist.json and .csv are")
+    return catalog
+
+
+def _in_process(p: Plan, log) -> dict:
+    walk.work(p, log)
+    return {}
+
+
+def _fan_out(p: Plan, gpus: list[str], log) -> dict:
+    """One worker process per GPU, each seeing only its own; family i goes to GPU i mod n."""
+    procs = {}
+    for slot, gpu in enumerate(gpus):
+        share = p.families[slot::len(gpus)]
+        if not share:
+            continue
+        job = p.replace(families=share, label=f"gpu {gpu}")
+        path = Path(p.out) / "jobs" / f"gpu{gpu}.json"
+        output.write_json(path, job.as_dict())
+        log(f"{job.label}: {len(share)} families")
+        procs[gpu] = (share, subprocess.Popen([sys.executable, "-m", "shortlist.catalog.walk", str(path)],
+                                              env={**os.environ, "CUDA_VISIBLE_DEVICES": gpu}))
+    return {gpu: (share, proc.wait()) for gpu, (share, proc) in procs.items()}
+
+
+def assemble(p: Plan, exits: dict, wall_s: float) -> Catalog:
+    """The catalog from the walks on disk: rows and failures of every family, what was not reached."""
+    died = {name: f"its worker (GPU {gpu}) exited with {rc}" for gpu, (share, rc) in exits.items() if rc
+            for name in share}
+    rows, failures, unreached = [], [], []
+    for name in p.families:
+        found = files.read_walk(p.out, name)
+        if found is None or found.identity != p.identity():
+            unreached.append(Unreached(name, levels_.first(name), died.get(name, "the budget ran out")))
+            continue
+        rows += found.rows
+        failures += found.failures
+        if not found.done:
+            unreached.append(Unreached(name, found.next, died.get(name, "the budget ran out")))
+    workers = []
+    for path in sorted((Path(p.out) / "workers").glob("*.json")):
+        record = output.read_json(path)
+        if record.get("run") == p.run:  # not a worker of an earlier run into the same folder
+            workers.append(record)
+    about = {"written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "wall_s": round(wall_s, 1),
+             "model": p.model_identity, "trainee": p.trainee.as_dict(), "rule": p.trainee.rule_text(),
+             "settings": {k: v for k, v in p.as_dict().items() if k not in ("trainee", "model_identity", "families",
+                                                                          "deadline", "label")}
+             | {"families": len(p.families)},
+             "versions": provenance.versions(), "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
+             "workers": workers}
+    return Catalog(tuple(rows), tuple(failures), tuple(unreached), about)
+
+
+def summary(found: Catalog, p: Plan) -> str:
+    """What the command line prints at the end: the shortlist, what failed, what was not reached."""
+    short = found.shortlist()
+    lines = [f"{p.trainee.model} as {p.trainee.profile}: {len(short)} of {len(p.families)} families have a "
+             f"level where GRPO can learn (ranked by mean p(1-p)):"]
+    lines += [f"{s['rank']:4d}  {s['learnability']:.3f}  {s['best']}" + (
+        f"  (improves at levels {', '.join(map(str, s['levels']))})" if len(s["levels"]) > 1 else "") for s in short]
+    lines.append(f"{len(found.rows)} family x level screens, {len(found.failures)} could not be built or screened, "
+                 f"{len(found.unreached)} families not reached")
+    why: dict[str, list[str]] = {}  # the same command again goes on from where each one stopped
+    for u in found.unreached:
+        why.setdefault(u.why, []).append(u.family + (f" (from level {u.level})" if u.level not in (None, 0) else ""))
+    lines += [f"  not reached, {reason}: {', '.join(names)}" for reason, names in why.items()]
+    return "\n".join(lines + [f"written: {Path(p.out) / 'shortlist.json'}, .csv, .html"])

@@ -1,0 +1,96 @@
+"""Reasoning Gym as a source of environments: the only module that imports reasoning_gym.
+
+The tasks behind OpenEnv's reasoning_gym_env: ~100 registered families, each a config dataclass
+with validate(), a dataset deterministic in (seed, index), its own score_answer (the reward), and
+for most a curriculum of difficulty levels. What this module adds to Reasoning Gym is determinism
+across processes: an entry is built with the global `random` and numpy seeded from the family and
+seed (list_functions draws from the unseeded global `random`), and sources/tasks.py builds it where
+PYTHONHASHSEED=0 (some families iterate over sets of strings).
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+import json
+
+import reasoning_gym
+from reasoning_gym.factory import CURRICULA, DATASETS, create_curriculum
+from reasoning_gym.utils import SYSTEM_PROMPTS, extract_answer  # noqa: F401  the ecosystem's prompt and answer convention
+
+VERSION = importlib.metadata.version("reasoning-gym")
+NOT_CONFIG = ("seed", "size")  # the proof chooses seeds and builds one task per seed
+
+
+def names() -> list[str]:
+    return sorted(DATASETS)
+
+
+def settings(family: str) -> set[str]:
+    return {f.name for f in dataclasses.fields(DATASETS[family][1])} - set(NOT_CONFIG)
+
+
+def validate(family: str, config: dict) -> None:
+    """The family's own validate(), through building one task: impossible values raise here."""
+    reasoning_gym.create_dataset(family, seed=0, size=1, **config)
+
+
+def entry(family: str, config: dict, seed: int) -> dict:
+    """Reasoning Gym's entry (question, answer, metadata) for a seed; call it where the hash seed is 0."""
+    import random
+
+    import numpy
+    saved = random.getstate(), numpy.random.get_state()
+    random.seed(f"{family}/{seed}")  # a str seeds through SHA-512: the same in every process
+    numpy.random.seed(seed % 2**32)
+    try:
+        return reasoning_gym.create_dataset(family, seed=seed, size=1, **config)[0]
+    finally:
+        random.setstate(saved[0])
+        numpy.random.set_state(saved[1])
+
+
+def scorer(family: str, config: dict):
+    """The family's score_answer. It does not depend on the seed its dataset was built with (tests)."""
+    dataset = reasoning_gym.create_dataset(family, seed=0, size=1, **config)
+
+    def score(answer: str, task: dict) -> float:
+        return float(dataset.score_answer(answer=answer, entry=task))
+    return score
+
+
+def preload() -> None:
+    """Nothing beyond this module's own imports: reasoning_gym registers every family when imported."""
+
+
+# --- difficulty: the family's curriculum ----------------------------------------------------------
+def levels(family: str) -> int:
+    """How many levels a family's curriculum has: its longest attribute's (1 without a curriculum)."""
+    if family not in CURRICULA:
+        return 1
+    return max([len(a.levels) for a in create_curriculum(family).attributes.values()] or [1])
+
+
+def level(family: str, at: int | None) -> dict:
+    """The config overrides at a curriculum level: generate_configuration() at global level `at` (its
+    default context: ranges span level 0 to `at`), less the fields equal to the config's own defaults.
+    Raises ValueError where the overrides, read back, would not give the curriculum's config."""
+    if at is None or family not in CURRICULA:
+        return {}
+    curriculum = create_curriculum(family)
+    curriculum.set_global_level(at)
+    config = _canonical(curriculum.generate_configuration())
+    config_cls = DATASETS[family][1]
+    try:
+        defaults = _canonical(config_cls())
+    except Exception:  # noqa: BLE001  a config without usable defaults: every field is written out
+        defaults = {}
+    overrides = {k: v for k, v in config.items() if k not in defaults or defaults[k] != v}
+    if _canonical(config_cls(**overrides)) != config:
+        raise ValueError("its overrides do not give the curriculum's config")
+    return overrides
+
+
+def _canonical(config) -> dict:
+    """A config's fields as JSON would hold them (tuples become lists, as in a spec), seed and size aside."""
+    fields = {f.name: getattr(config, f.name) for f in dataclasses.fields(config) if f.name not in NOT_CONFIG}
+    return json.loads(json.dumps(fields, default=repr))

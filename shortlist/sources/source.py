@@ -1,0 +1,76 @@
+"""Where environments come from: the Source protocol and its registry.
+
+A source is a module that offers task families, in the style of reasoning-gym's own registry: a
+name per family, a config of overrides it validates, a task per seed, a scorer, and difficulty
+levels. Reasoning Gym is the built-in one (sources/reasoning_gym.py, the only module that imports
+it); another kind of environment (an OpenEnv server, a user's own verifier) is one module more,
+registered by name:
+
+    from shortlist.sources import source
+    source.register("myenv", "mypackage.myenv_source")   # then families spell "myenv.task(x=1)"
+
+A source travels between processes as its name and module: to the task builder and the scoring
+zygotes with each request (wire(), arrive()), and to every process the run starts (a notebook's
+kernel, a catalog worker) through SHORTLIST_SOURCES ("name=module,..."), which register() sets.
+So a registered module must be importable in every process of the run.
+
+What a source module defines (every function deterministic in its arguments):
+    VERSION: str                                     recorded with every task fingerprint
+    names() -> list[str]                             every family it offers
+    settings(family) -> set[str]                     the config keys a family takes
+    validate(family, config) -> None                 raises ValueError (one line) for impossible values
+    entry(family, config, seed) -> dict              the task: "question", "answer" (None: none), more
+    scorer(family, config) -> (answer, entry) -> float    made once per family, where answers are scored
+    levels(family) -> int                            difficulty levels (1: its default config only)
+    level(family, level) -> dict                     the config overrides at a level (None: default)
+    preload() -> None                                imports to pay once, before scoring processes fork
+"""
+from __future__ import annotations
+
+import importlib
+import os
+from types import ModuleType
+
+DEFAULT = "reasoning_gym"
+ENVIRONMENT = "SHORTLIST_SOURCES"  # "name=module,...": the sources registered by the process that started this one
+SOURCES = {DEFAULT: "shortlist.sources.reasoning_gym"} | dict(  # source name -> module
+    item.split("=", 1) for item in os.environ.get(ENVIRONMENT, "").split(",") if "=" in item)
+REQUIRED = ("VERSION", "names", "settings", "validate", "entry", "scorer", "levels", "level", "preload")
+
+
+def register(name: str, module: str) -> None:
+    """Make a source module known under a name (an identifier: family specs spell `name.family`)."""
+    if not name.isidentifier():
+        raise ValueError(f"source name {name!r}: use letters, digits and _ only")
+    SOURCES[name] = module
+    _loaded.pop(name, None)
+    os.environ[ENVIRONMENT] = ",".join(f"{k}={v}" for k, v in SOURCES.items() if k != DEFAULT)
+
+
+_loaded: dict[str, ModuleType] = {}
+
+
+def get(name: str = DEFAULT) -> ModuleType:
+    """The source module registered under name, imported once and checked to be one."""
+    if name not in _loaded:
+        if name not in SOURCES:
+            raise KeyError(f"unknown source {name!r}; sources: {', '.join(SOURCES)}")
+        module = importlib.import_module(SOURCES[name])
+        missing = [attr for attr in REQUIRED if not hasattr(module, attr)]
+        if missing:
+            raise TypeError(f"source module {SOURCES[name]} lacks {', '.join(missing)}")
+        _loaded[name] = module
+    return _loaded[name]
+
+
+def wire(name: str) -> list[str]:
+    """A source as it crosses a process boundary: its name and its module."""
+    return [name, SOURCES[name]]
+
+
+def arrive(wired) -> ModuleType:
+    """The source a wire() names, registered in this process if it was not."""
+    name, module = wired
+    if SOURCES.get(name) != module:
+        register(name, module)
+    return get(name)
