@@ -5,10 +5,14 @@ from pathlib import Path
 
 import pytest
 
-from proof import settings as proof_settings
-from shortlist import catalog, families, gpus, screening, trainee
-from shortlist.catalog import CatalogError, Row
-from shortlist.curricula import LevelError
+from shortlist.catalog import run as catalog
+from shortlist import sources as families
+from shortlist import placement as gpus
+from shortlist import screening
+from shortlist import trainee
+from shortlist.catalog.records import CatalogError, Row
+from shortlist.sources import levels
+from shortlist.sources.levels import LevelError
 
 TRAINEE = trainee.resolve("qwen3(group=2, max_new_tokens=8)").replace(model="tiny")
 
@@ -35,10 +39,12 @@ def test_every_family_means_every_registered_one():
 
 def test_a_row_is_validated_when_built():
     s = screening.summarize("chain_sum(max_digits=1, max_terms=2)", [[1.0, 0.0]], 1.0, TRAINEE)
-    level = catalog.curricula.at("chain_sum", 0)
-    row = Row.from_screen(level, s, "0" * 64, 1.0)
-    assert row.verdict == "improves" and row.learnability == 0.25 and row.spec == level.spec
-    for change, fragment in (({"verdict": "great"}, "verdict"), ({"pass1": 1.5}, "pass1"),
+    level = levels.at("chain_sum", 0)
+    row = Row(level.family, level.level, level.levels, level.spec, s, "0" * 64, 1.0)
+    assert row.screen.verdict == "improves" and row.screen.learnability == 0.25 and row.spec == level.spec
+    assert Row.from_dict(row.as_dict()) == row
+    for change, fragment in (({"screen": dataclasses.replace(s, verdict="great")}, "verdict"),
+                             ({"screen": dataclasses.replace(s, pass1=1.5)}, "pass1"),
                              ({"tasks_sha256": "abc"}, "SHA-256"), ({"spec": "leg_counting"}, "names leg_counting")):
         with pytest.raises((CatalogError, LevelError)) as e:
             dataclasses.replace(row, **change)
@@ -62,10 +68,10 @@ def test_the_tiny_model_walks_up_to_too_hard_and_the_files_say_so(screened):
     for name in p.families:
         rows = [r for r in found.rows if r.family == name]
         assert [r.level for r in rows] == list(range(len(rows)))
-        assert all(r.verdict != "too hard" for r in rows[:-1])  # the walk went on below "too hard"...
-        assert rows[-1].verdict == "too hard" or rows[-1].level == rows[-1].levels - 1  # ...and stopped there
+        assert all(r.screen.verdict != "too hard" for r in rows[:-1])  # the walk went on below "too hard"...
+        assert rows[-1].screen.verdict == "too hard" or rows[-1].level == rows[-1].levels - 1  # ...and stopped there
     body = json.loads((Path(p.out) / "shortlist.json").read_text())
-    assert body["trainee"] == p.trainee and body["model"]["revision"] and body["versions"]["reasoning-gym"]
+    assert body["trainee"] == p.trainee.as_dict() and body["model"]["revision"] and body["versions"]["reasoning-gym"]
     assert body["workers"][0]["device"] == "cpu" and body["workers"][0]["engine"]["engine"]
     table = list(csv.DictReader((Path(p.out) / "shortlist.csv").open()))
     assert [(t["spec"], t["verdict"]) for t in table] == [(r["spec"], r["verdict"]) for r in body["rows"]]
@@ -73,17 +79,6 @@ def test_the_tiny_model_walks_up_to_too_hard_and_the_files_say_so(screened):
     assert ranked == sorted(ranked, reverse=True)
     html = (Path(p.out) / "shortlist.html").read_text()
     assert "Shortlist: the catalog" in html and "smoke run" in html and "<script src" not in html
-
-
-def test_a_row_goes_to_the_proof_as_it_is_with_the_tasks_it_was_screened_on(screened):
-    p, found, _ = screened
-    specs = [r.spec for r in found.rows]
-    s = proof_settings.make(families=specs, predict_tasks=p.tasks, predict_seed=p.first_seed)
-    assert list(s.families) == specs  # taken unchanged, as `proof run --families "<spec>, <spec>"` takes them
-    assert proof_settings.make(families=", ".join(specs)).families == s.families
-    seeds = s.seed_ranges()["predict"]
-    for row in found.rows:
-        assert families.fingerprint(families.parse(row.spec).tasks(seeds)) == row.tasks_sha256
 
 
 def test_families_fan_out_one_worker_process_per_visible_gpu(tmp_path, monkeypatch):

@@ -8,7 +8,10 @@ import time
 
 import pytest
 
-from shortlist import hugepages, isolation, landlock, syscalls
+from shortlist.scoring import hugepages
+from shortlist.scoring import isolation
+from shortlist.scoring import landlock
+from shortlist.scoring import syscalls
 
 
 def in_child(body, *, pids=None) -> dict:

@@ -2,10 +2,11 @@
 import pytest
 import torch
 
-from proof import settings as settings_
-from shortlist import engine, sampling
+from shortlist import trainee as trainee_
+from shortlist.generation import engine
+from shortlist.generation import sampling
 
-SMOKE = settings_.make("smoke").profile
+SMOKE = trainee_.resolve("qwen3(max_new_tokens=16)").replace(model="tiny")
 QUESTIONS = [f"State the final answer to the following arithmetic problem: {a} + {b} =" for a, b in
              [(1, 2), (3, 4), (12, 7), (5, 5)]]
 
@@ -74,7 +75,7 @@ def test_fast_off_is_recorded_as_such(tiny_model):
 
 def test_the_pinned_transformers_is_the_verified_one():
     from pathlib import Path
-    pins = (Path(__file__).resolve().parent.parent / "requirements.txt").read_text().split()
+    pins = (Path(__file__).resolve().parents[2] / "requirements.txt").read_text().split()
     assert f"transformers=={engine.VERIFIED[-1]}" in pins
 
 

@@ -4,7 +4,10 @@ import time
 
 import pytest
 
-from shortlist import families, scoring, trainee
+from shortlist import sources as families
+from shortlist import scoring
+from shortlist.scoring import scorer
+from shortlist import trainee
 from shortlist.scoring import ScoreCounts, Scorer
 
 MALFORMED = ["The answer is 4.", "<answer>4", "<answer></answer>", "", "\x00<answer", "</answer>4<answer>"]
@@ -59,7 +62,7 @@ def test_a_hanging_answer_is_cut_at_the_deadline_and_the_pool_recovers():
 ])
 def test_normalize(raw, expected, counter):
     counts = ScoreCounts()
-    value = scoring.normalize(raw, counts)
+    value = scorer.normalize(raw, counts)
     assert type(value) is float and value == expected and math.isfinite(value)
     assert {k: v for k, v in vars(counts).items() if v} == ({counter: 1} if counter else {})
 

@@ -5,8 +5,9 @@ Skipped without CUDA (CI has none); run on the GPU machine with `python -m pytes
 import pytest
 import torch
 
-from proof import settings as settings_
-from shortlist import engine, sampling
+from shortlist import trainee as trainee_
+from shortlist.generation import engine
+from shortlist.generation import sampling
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
@@ -21,7 +22,7 @@ def on_gpu():
 
 def test_cuda_graphs_decode_what_generate_decodes(on_gpu):
     engine.reset()
-    who = settings_.make("smoke").profile
+    who = trainee_.resolve("qwen3(max_new_tokens=16)").replace(model="tiny")
     fast = sampling.Sampler(on_gpu, who, batch_size=8, fast=True).complete(QUESTIONS, greedy=True)
     reference = sampling.Sampler(on_gpu, who, batch_size=8, fast=False).complete(QUESTIONS, greedy=True)
     assert fast == reference

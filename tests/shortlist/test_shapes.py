@@ -1,7 +1,9 @@
 import pytest
 import torch
 
-from shortlist import sampling, shapes, trainee
+from shortlist.generation import sampling
+from shortlist.models import shapes
+from shortlist import trainee
 
 SMALL = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
          "num_key_value_heads": 2, "head_dim": 16}  # the same kind and vocabulary, a test's size

@@ -1,8 +1,11 @@
 """Integration: predict -> train 2 GRPO steps -> evaluate -> compare, on the offline tiny model."""
+from pathlib import Path
+
 import pytest
 
+from shortlist.generation import compile_cache
 from proof import commit, evaluate, files, records, settings as settings_, train
-from shortlist import sampling
+from shortlist.generation import sampling
 
 
 @pytest.fixture(scope="module")
@@ -86,70 +89,27 @@ def test_a_corrupt_result_is_read_as_corrupt_and_run_again(run):
     assert records.read(path, result.predictions_sha256) == again
 
 
-def test_grpo_config_is_the_seeds_in_fp32():
+def test_grpo_config_is_the_seeds_in_fp32(tmp_path):
     s = settings_.make()
-    cfg = train.grpo_config(s, "/tmp/unused")
+    cfg = train.grpo_config(s, str(tmp_path))
     assert (cfg.bf16, cfg.fp16, cfg.learning_rate, cfg.max_steps) == (False, False, 5e-5, 100)
     assert (cfg.per_device_train_batch_size, cfg.gradient_accumulation_steps, cfg.num_generations) == (4, 8, 8)
     assert cfg.generation_batch_size == 32 and cfg.max_completion_length == s.profile.max_new_tokens == 128
     assert cfg.chat_template_kwargs == {"enable_thinking": False}
 
 
-@pytest.fixture(scope="module")
-def fast_and_trl(tmp_path_factory):
-    """A FastGRPOTrainer whose LoRA weights were moved away from zero, and prompts for it."""
-    import torch
-    from datasets import Dataset
-    from peft import LoraConfig
-
-    loaded = sampling.load("tiny")
-    s = settings_.make("smoke")
-    trainer = train.fast_trainer(
-        engine=sampling.InferenceCopy(loaded.model), model=loaded.model, processing_class=loaded.tokenizer,
-        reward_funcs=[lambda completions, **_: [0.0] * len(completions)],
-        args=train.grpo_config(s, str(tmp_path_factory.mktemp("grpo"))),
-        train_dataset=Dataset.from_list([{"prompt": s.profile.messages("1 + 1 = ?"), "seed": 0}] * 8),
-        peft_config=LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", task_type="CAUSAL_LM"))
-    torch.manual_seed(0)
-    with torch.no_grad():
-        for name, p in trainer.model.named_parameters():
-            if "lora_B" in name:
-                p.normal_(0, 0.3)
-    questions = [f"State the final answer to the following arithmetic problem: {a} + {b} =" for a, b in
-                 [(1, 2), (3, 4), (12, 7), (5, 5)]]
-    rows = [ids for ids in sampling.prompt_ids(loaded.tokenizer, s.profile, questions) for _ in range(8)]
-    return trainer, rows
 
 
-def test_the_fast_trainer_compiles_by_region(fast_and_trl):
-    trainer, _ = fast_and_trl  # where torch_compile is on (a GPU), accelerate compiles one layer for all
-    assert trainer.accelerator.state.dynamo_plugin.use_regional_compilation is train.REGIONAL_COMPILATION is True
 
-
-def test_inference_copy_syncs_every_lora_layer(fast_and_trl):
-    trainer, _ = fast_and_trl
-    assert trainer.engine.sync(trainer.model) == 2 * 7  # 2 layers x (q, k, v, o, gate, up, down)
-
-
-@pytest.mark.parametrize("greedy", [True, False])
-def test_fast_grpo_generation_draws_what_trls_own_draws(fast_and_trl, greedy):
-    import copy
-
-    import torch
-    from trl import GRPOTrainer
-    trainer, rows = fast_and_trl
-    original = trainer.generation_config
-    trainer.generation_config = copy.deepcopy(original)
-    trainer.generation_config.do_sample = not greedy
-    try:
-        torch.manual_seed(1)
-        ours, _ = trainer._generate_single_turn(rows, None, {}, 8)
-        torch.manual_seed(1)
-        theirs, _ = GRPOTrainer._generate_single_turn(trainer, rows, None, {}, 8)
-        base = sampling.generate_ids(sampling.load("tiny").model, rows, trainer.generation_config, len(rows),
-                                     trainer._tokenizer.pad_token_id, trainer.eos_token_ids)
-    finally:
-        trainer.generation_config = original
-    assert ours == theirs
-    if greedy:
-        assert base != ours  # the adapted weights were used, not the base model's
+def test_training_a_family_compiles_into_the_run_folder(synthetic, monkeypatch, no_model_loads):
+    from proof import files, train
+    from shortlist import sources as families
+    key = "chain_sum(max_terms=2, max_digits=1)"
+    s = synthetic({key: {"before": [0.0] * 4, "after": [1.0] * 4}})
+    files.result(s.out, families.parse(key).slug).unlink()  # not trained yet
+    used = []
+    monkeypatch.setattr(compile_cache, "use", used.append)
+    monkeypatch.setattr(train.commit, "tasks_verified", lambda *_: None)  # synthetic fingerprints are zeros
+    with pytest.raises(AssertionError, match="a model was loaded"):
+        train.run_family(s, key, log=lambda *_: None)
+    assert used == [Path(s.out) / "work" / "compile"]

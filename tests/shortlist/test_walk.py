@@ -2,8 +2,11 @@ import json
 
 import pytest
 
-from shortlist import catalog, screening, trainee, walk
-from shortlist.catalog import Row
+from shortlist.catalog import run as catalog
+from shortlist import screening
+from shortlist import trainee
+from shortlist.catalog import walk
+from shortlist.catalog.records import Row
 
 TRAINEE = trainee.resolve("qwen3(group=2, max_new_tokens=8)").replace(model="tiny")
 # two samples per task, scored so that the trainee's rule gives each verdict
@@ -22,7 +25,8 @@ def fake_screens(monkeypatch):
             if each:
                 each(b)
             groups = GROUPS[verdicts.get(b.family, {}).get(b.level, "too hard")]
-            return Row.from_screen(b.where, screening.summarize(b.where.spec, groups, 1.0, TRAINEE), b.sha, 0.0)
+            return Row(b.family, b.level, b.where.levels, b.where.spec,
+                       screening.summarize(b.where.spec, groups, 1.0, TRAINEE), b.sha, 0.0)
         monkeypatch.setattr(walk.Screener, "screen", screen)
         screened.clear()
         return screened
@@ -40,7 +44,7 @@ def test_the_walk_goes_up_until_too_hard_and_stops_there(tmp_path, fake_screens)
     lines = []
     found = catalog.run(plan(tmp_path, ["chain_sum"]), log=lines.append)
     assert screened == [("chain_sum", 0), ("chain_sum", 1), ("chain_sum", 2), ("chain_sum", 3)]  # not 4
-    assert [r.verdict for r in found.rows] == ["already solved", "improves", "no signal", "too hard"]
+    assert [r.screen.verdict for r in found.rows] == ["already solved", "improves", "no signal", "too hard"]
     assert found.shortlist()[0]["levels"] == [1] and not found.unreached
     assert len(lines) == 1 and "L3 too hard" in lines[0] and "improves at L1" in lines[0]  # one line per family
 
@@ -55,13 +59,13 @@ def test_without_levels_each_family_is_screened_at_its_easiest_level_that_builds
 def test_a_family_that_fails_to_build_is_listed_with_its_reason_and_the_others_go_on(tmp_path, fake_screens,
                                                                                       monkeypatch):
     fake_screens({"leg_counting": {0: "improves"}})
-    real = walk.families.Family.tasks
+    real = walk.sources.Family.tasks
 
     def tasks(self, seeds):
         if self.name == "chain_sum":
             raise ValueError("<script>alert(1)</script> cannot be built")
         return real(self, seeds)
-    monkeypatch.setattr(walk.families.Family, "tasks", tasks)
+    monkeypatch.setattr(walk.sources.Family, "tasks", tasks)
     found = catalog.run(plan(tmp_path, ["chain_sum", "composite", "knight_swap", "leg_counting"], walk=False))
     why = {(f.family, f.level): f.reason for f in found.failures}
     assert why[("composite", None)] == "AssertionError: Must specify at least one dataset"
@@ -99,8 +103,8 @@ def test_a_rerun_keeps_what_was_screened_under_the_same_model_trainee_tasks_and_
 def test_a_rerun_screens_again_under_another_model_revision(tmp_path, fake_screens, monkeypatch):
     screened = fake_screens({})
     catalog.run(plan(tmp_path, ["chain_sum"]))
-    real = catalog.model_identity
-    monkeypatch.setattr(catalog, "model_identity", lambda name: real(name) | {"revision": "retrained"})
+    real = catalog.model_config.identity
+    monkeypatch.setattr(catalog.model_config, "identity", lambda name: real(name) | {"revision": "retrained"})
     screened.clear()
     catalog.run(plan(tmp_path, ["chain_sum"]))
     assert screened == [("chain_sum", 0)]
@@ -108,7 +112,7 @@ def test_a_rerun_screens_again_under_another_model_revision(tmp_path, fake_scree
 
 def test_the_budget_stops_new_screens_and_reports_what_it_did_not_reach(tmp_path, fake_screens, monkeypatch):
     now = [1000.0]
-    monkeypatch.setattr(catalog, "clock", lambda: now[0])
+    monkeypatch.setattr(walk, "clock", lambda: now[0])
     screened = fake_screens({"chain_sum": {0: "improves", 1: "improves"}},
                             each=lambda b: now.__setitem__(0, now[0] + 40))  # every screen takes 40 s
     names = ["basic_arithmetic", "chain_sum", "leg_counting"]
@@ -165,7 +169,7 @@ def test_a_page_that_cannot_be_rendered_leaves_the_numbers_and_says_so(tmp_path,
 
     def broken(*_):
         raise FileNotFoundError("nbconvert's 'lab' template is in none of []")
-    monkeypatch.setattr(catalog.page, "page", broken)
+    monkeypatch.setattr(catalog.files.page, "page", broken)
     lines = []
     found = catalog.run(plan(tmp_path, ["chain_sum"], walk=False), log=lines.append)
     assert len(found.rows) == 1 and not (tmp_path / "cat" / "shortlist.html").exists()

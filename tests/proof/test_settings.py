@@ -2,7 +2,7 @@ import pytest
 
 from proof import settings as settings_
 from proof.settings import Settings, SettingsError
-from shortlist import trainee
+from shortlist import sources, trainee
 
 
 def test_defaults_are_the_seeds_protocol():
@@ -89,3 +89,16 @@ def test_from_namespace_takes_only_setting_names():
 def test_protocol_leaves_out_only_where_and_how_fast():
     assert set(Settings().as_dict()) - set(Settings().protocol()) == {"out", "families", "sample_batch", "fast",
                                                                       "trainee", "model"}
+
+
+
+def test_a_catalog_row_goes_to_the_proof_as_it_is_with_the_tasks_it_was_screened_on():
+    from shortlist.catalog import walk
+    built = [walk.build(name, level, 500, 3) for name, level in (("chain_sum", 0), ("chain_sum", 1), ("leg_counting", 0))]
+    specs = [b.where.spec for b in built]  # what a catalog row's spec is
+    s = settings_.make(families=specs, predict_tasks=3, predict_seed=500)
+    assert list(s.families) == specs  # taken unchanged, as `proof run --families "<spec>, <spec>"` takes them
+    assert settings_.make(families=", ".join(specs)).families == s.families
+    seeds = s.seed_ranges()["predict"]
+    for b in built:
+        assert sources.fingerprint(sources.parse(b.where.spec).tasks(seeds)) == b.sha

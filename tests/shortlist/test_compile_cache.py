@@ -5,14 +5,14 @@ from pathlib import Path
 
 import pytest
 
-from shortlist import compile_cache
+from shortlist.generation import compile_cache
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # a compiled matmul, forward and backward, at three batch sizes: one extern kernel, so the CPU
 # compiles in about a second (no C++ to build), and counts() reports what the caches did
 SCRIPT = """
 import json, sys
-from shortlist import compile_cache
+from shortlist.generation import compile_cache
 compile_cache.use(sys.argv[1])
 import torch, torch._inductor.config
 torch._inductor.config.compile_threads = 1
@@ -62,32 +62,10 @@ def test_use_points_this_process_and_its_children_at_the_folder(tmp_path, monkey
     assert child == str(folder / "triton")
 
 
-def test_predicting_compiles_into_the_run_folder(tmp_path, monkeypatch, no_model_loads):
-    from proof import commit, settings
-    s = settings.make("smoke", out=str(tmp_path / "run"))
-    used = []
-    monkeypatch.setattr(compile_cache, "use", used.append)
-    with pytest.raises(AssertionError, match="a model was loaded"):
-        commit.predict(s, log=lambda *_: None)
-    assert used == [Path(s.out) / "work" / "compile"]
-
-
-def test_training_a_family_compiles_into_the_run_folder(synthetic, monkeypatch, no_model_loads):
-    from proof import files, train
-    from shortlist import families
-    key = "chain_sum(max_terms=2, max_digits=1)"
-    s = synthetic({key: {"before": [0.0] * 4, "after": [1.0] * 4}})
-    files.result(s.out, families.parse(key).slug).unlink()  # not trained yet
-    used = []
-    monkeypatch.setattr(compile_cache, "use", used.append)
-    monkeypatch.setattr(train.commit, "tasks_verified", lambda *_: None)  # synthetic fingerprints are zeros
-    with pytest.raises(AssertionError, match="a model was loaded"):
-        train.run_family(s, key, log=lambda *_: None)
-    assert used == [Path(s.out) / "work" / "compile"]
-
-
 def test_a_catalog_worker_compiles_into_the_catalog_folder(tmp_path, monkeypatch, no_model_loads):
-    from shortlist import catalog, trainee, walk
+    from shortlist.catalog import run as catalog
+    from shortlist import trainee
+    from shortlist.catalog import walk
     p = catalog.plan(trainee.resolve("qwen3").replace(model="tiny"), ["chain_sum"], out=str(tmp_path / "cat"))
     used = []
     monkeypatch.setattr(compile_cache, "use", used.append)

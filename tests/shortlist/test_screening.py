@@ -2,8 +2,9 @@ import dataclasses
 
 import pytest
 
-from shortlist import screening, trainee
-from shortlist.sampling import Sampler
+from shortlist import screening
+from shortlist import trainee
+from shortlist.generation.sampling import Sampler
 from shortlist.trainee import QWEN3
 
 

@@ -8,22 +8,10 @@ import pytest
 
 from proof import files, runner
 from proof.__main__ import main
-from shortlist import families
-
-REAL = Path(runner.NOTEBOOKS)
+from shortlist import sources as families
 
 
-def fixture_notebooks(tmp_path: Path, failing: str) -> Path:
-    """The real notebooks, with 01 or 02 made to fail (for one family) after its parameters."""
-    folder = tmp_path / "notebooks"
-    shutil.copytree(REAL, folder)
-    name = runner.PREDICT if failing == "predict" else runner.TRAIN
-    nb = nbformat.read(folder / name, as_version=4)
-    at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", [])) + 1
-    condition = "True" if failing == "predict" else f"family.startswith({failing!r})"
-    nb.cells.insert(at, nbformat.v4.new_code_cell(f"if {condition}:\n    raise RuntimeError('boom')"))
-    nbformat.write(nb, folder / name)
-    return folder
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "notebooks"  # papermill's style: notebooks as files
 
 
 def test_smoke_report_shows_every_table_figure_and_the_hash(smoke_run):
@@ -89,7 +77,7 @@ def test_a_failing_family_is_recorded_the_others_go_on_and_the_exit_status_says_
     shutil.copytree(done.out, s.out)  # 01 and the first family are there: the rerun tries the second
     failed_key, done_key = s.families[1], s.families[0]
     files.result(s.out, families.parse(failed_key).slug).unlink()
-    monkeypatch.setattr(runner, "NOTEBOOKS", fixture_notebooks(tmp_path, failing="basic_arithmetic"))
+    monkeypatch.setattr(runner, "THE_NOTEBOOKS", runner.Notebooks(train=FIXTURES / "broken.ipynb"))
     assert main(["run", "--preset", "smoke", "--out", s.out]) == 1
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err == f"error: 1 of 2 families did not finish: {failed_key} (RuntimeError: boom)"
@@ -106,13 +94,7 @@ def test_a_failed_predict_stops_the_batch_in_one_line(tmp_path):
     from proof import settings as settings_
     s = settings_.make("smoke", out=str(tmp_path / "run"))
     with pytest.raises(RuntimeError, match=r"^01_predict failed: RuntimeError: boom \(see .*01_predict.ipynb\)$"):
-        runner.run(s, notebooks=fixture_notebooks(tmp_path, failing="predict"), log=lambda *_: None)
-
-
-@pytest.mark.parametrize("value, expected", [("1,3", ["1", "3"]), ("", []), ("-1", []), ("0", ["0"])])
-def test_visible_gpus_follow_cuda_visible_devices(monkeypatch, value, expected):
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", value)
-    assert runner.visible_gpus() == expected
+        runner.run(s, notebooks=runner.Notebooks(predict=FIXTURES / "broken.ipynb"), log=lambda *_: None)
 
 
 @pytest.mark.parametrize("argv, fragment", [
@@ -150,24 +132,13 @@ def test_a_batch_killed_mid_training_resumes_to_the_uninterrupted_result(smoke_r
     shutil.rmtree(files.work(copy.out, slug))
     other_nb = files.notebooks(copy.out) / f"02_train_family.{families.parse(s.families[1]).slug}.ipynb"
     other_nb_written = other_nb.stat().st_mtime_ns
-    # 02 made to stop for a minute after saving checkpoint 2 of 4: the kill lands there, mid-training
-    notebooks = tmp_path / "notebooks"
-    shutil.copytree(REAL, notebooks)
-    nb = nbformat.read(notebooks / runner.TRAIN, as_version=4)
-    at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", [])) + 1
-    nb.cells.insert(at, nbformat.v4.new_code_cell(
-        "import os, time\nfrom proof import train as _train\n_make = _train.bookkeeping_callback\n"
-        "def _pausing(*a, **k):\n    keeper = _make(*a, **k)\n    save = keeper.on_save\n"
-        "    def on_save(args, state, control, **kw):\n        save(args, state, control, **kw)\n"
-        "        if state.global_step == 2:\n"
-        f"            open({str(tmp_path / 'kernel.pid')!r}, 'w').write(str(os.getpid()))\n"
-        "            time.sleep(120)\n    keeper.on_save = on_save\n    return keeper\n"
-        "_train.bookkeeping_callback = _pausing"))
-    nbformat.write(nb, notebooks / runner.TRAIN)
-    script = ("import sys; from pathlib import Path; from proof import runner, settings\n"
-              f"runner.run(settings.make('smoke', out={copy.out!r}), notebooks=Path({str(notebooks)!r}))")
+    # 02 made to stop for two minutes after saving checkpoint 2 of 4: the kill lands there, mid-training
+    script = ("from proof import runner, settings\n"
+              f"runner.run(settings.make('smoke', out={copy.out!r}), "
+              f"notebooks=runner.Notebooks(train={str(FIXTURES / '02_pauses_mid_training.ipynb')!r}))")
+    env = dict(os.environ, SHORTLIST_TEST_PAUSE_AT="2", SHORTLIST_TEST_PID_FILE=str(tmp_path / "kernel.pid"))
     batch = subprocess.Popen([sys.executable, "-c", script], start_new_session=True, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
+                             stderr=subprocess.DEVNULL, env=env)
     progress = files.work(copy.out, slug) / "checkpoints" / "checkpoint-2" / train.PROGRESS
     deadline = time.time() + 240
     while not (tmp_path / "kernel.pid").exists() and time.time() < deadline and batch.poll() is None:
@@ -226,9 +197,25 @@ def test_a_missing_model_is_one_line_before_any_work(no_model_loads, capsys, tmp
 
 def test_papermill_refuses_a_bad_parameter_in_one_line_in_the_first_cell(tmp_path):
     dest = tmp_path / "01.ipynb"
-    reason = runner.execute(REAL / runner.PREDICT, dest, {"model": "tiny", "seed": -1, "out": str(tmp_path / "run")})
+    reason = runner.execute(runner.Notebooks().predict, dest, {"model": "tiny", "seed": -1, "out": str(tmp_path / "run")})
     assert reason == "SettingsError: seed=-1: must lie in 0..4294967295"
     nb = nbformat.read(dest, as_version=4)
     errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert len(errors) == 1 and errors[0]["traceback"] == [reason]  # the line, not a screen of traceback
     assert not (tmp_path / "run").exists()
+
+
+def test_a_profile_registered_in_this_process_reaches_the_notebooks_kernel(tmp_path):
+    from proof import commit, settings as settings_
+    from shortlist import trainee
+    mine = trainee.register(trainee.QWEN3.replace(profile="registered_here", model="tiny", max_new_tokens=4,
+                                                  group=2))
+    try:
+        s = settings_.make("smoke", trainee="registered_here", families=["chain_sum(max_terms=2, max_digits=1)"],
+                           predict_tasks=2, out=str(tmp_path / "run"))
+        reason = runner.execute(runner.Notebooks().predict, tmp_path / "01.ipynb", runner.kernel_parameters(s))
+        assert reason is None
+        body, _ = commit.verified(s)
+        assert body["trainee"] == mine.as_dict()
+    finally:
+        trainee.PROFILES.pop("registered_here")

@@ -3,8 +3,10 @@ import dataclasses
 import pytest
 from reasoning_gym.factory import DATASETS, create_curriculum
 
-from shortlist import curricula, families
-from shortlist.curricula import Level, LevelError
+from shortlist.sources import levels as curricula
+from shortlist import sources as families
+from shortlist.sources import reasoning_gym as rg
+from shortlist.sources.levels import Level, LevelError
 
 
 def curriculum_tasks(name: str, level: int, seeds) -> list[dict]:
@@ -50,8 +52,8 @@ def test_a_family_without_a_curriculum_has_one_level_its_defaults():
 
 
 def test_a_config_that_cannot_be_written_as_a_literal_is_one_line(monkeypatch):
-    real = curricula._config
-    monkeypatch.setattr(curricula, "_config", lambda name, level: real(name, level) | {"max_terms": float("inf")})
+    real = rg.level
+    monkeypatch.setattr(rg, "level", lambda name, level: real(name, level) | {"max_terms": float("inf")})
     with pytest.raises(LevelError) as e:
         curricula.at("chain_sum", 0)
     assert "cannot be written as a spec" in str(e.value) and "\n" not in str(e.value)

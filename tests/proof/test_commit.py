@@ -1,7 +1,10 @@
 import json
 
+from pathlib import Path
+
 import pytest
 
+from shortlist.generation import compile_cache
 from proof import commit, files, settings as settings_, train
 from proof.commit import CommitError
 from shortlist import screening
@@ -79,7 +82,7 @@ def test_a_profile_changed_after_committing_is_refused(committed, no_model_loads
 
 def test_tasks_that_differ_from_the_committed_ones_are_refused_before_any_model_loads(committed, no_model_loads,
                                                                                        monkeypatch):
-    from shortlist.families import Family
+    from shortlist.sources import Family
     s, _ = committed
     real = Family.tasks
 
@@ -105,3 +108,14 @@ def test_predict_keeps_committed_predictions_and_never_overwrites_others(committ
 def test_predictions_json_is_plain_json(committed):
     s, _ = committed
     assert json.loads(files.predictions(s.out).read_text())["schema"] == commit.SCHEMA
+
+
+
+def test_predicting_compiles_into_the_run_folder(tmp_path, monkeypatch, no_model_loads):
+    from proof import commit, settings
+    s = settings.make("smoke", out=str(tmp_path / "run"))
+    used = []
+    monkeypatch.setattr(compile_cache, "use", used.append)
+    with pytest.raises(AssertionError, match="a model was loaded"):
+        commit.predict(s, log=lambda *_: None)
+    assert used == [Path(s.out) / "work" / "compile"]

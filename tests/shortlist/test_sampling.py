@@ -1,57 +1,15 @@
 import pytest
 import torch
 
-from proof import settings as settings_
-from proof import train
-from shortlist import engine, sampling
+from shortlist import trainee
+from shortlist.generation import engine, hf_internals, sampling
 from shortlist.trainee import QWEN3
 
-SMOKE = settings_.make("smoke").profile  # the qwen3 profile at 16 new tokens, on the tiny model
+SMOKE = trainee.resolve("qwen3(max_new_tokens=16)").replace(model="tiny")  # the smoke preset's trainee
 
 
 def trainee_with(**changes):
     return SMOKE.replace(**changes)
-
-
-@pytest.fixture(scope="module")
-def grpo_trainer():
-    """A GRPOTrainer on a fresh tiny model whose own generation_config disagrees with everything."""
-    from datasets import Dataset
-    from trl import GRPOTrainer
-    loaded = sampling.load("tiny")
-    loaded.model.generation_config.update(top_k=20, top_p=0.95, temperature=0.6, repetition_penalty=1.3, min_p=0.2,
-                                          do_sample=True)
-    settings = settings_.make("smoke")
-    dataset = Dataset.from_list([{"prompt": SMOKE.messages("What is 1 + 1?"), "seed": 0}] * 8)
-    trainer = GRPOTrainer(model=loaded.model, processing_class=loaded.tokenizer,
-                          reward_funcs=[lambda completions, **_: [0.0] * len(completions)],
-                          args=train.grpo_config(settings, "/tmp/shortlist-test-grpo"), train_dataset=dataset)
-    return trainer, loaded
-
-
-def test_generation_config_equals_grpo_trainers_field_by_field(grpo_trainer):
-    trainer, loaded = grpo_trainer
-    ours = sampling.generation_config(loaded.model, loaded.tokenizer, SMOKE)
-    assert ours.to_dict() == trainer.generation_config.to_dict()
-
-
-def test_what_generate_uses_is_the_same_whatever_the_models_own_config_says(grpo_trainer):
-    trainer, loaded = grpo_trainer
-    model = loaded.model
-    ours = sampling.generation_config(model, loaded.tokenizer, SMOKE)
-    used_by_us, _ = model._prepare_generation_config(ours)
-    used_by_trl, _ = model._prepare_generation_config(trainer.generation_config)
-    assert used_by_us.to_dict() == used_by_trl.to_dict()
-    # the model's top_k=20, top_p=0.95 and temperature=0.6 did not leak in
-    assert (used_by_us.top_k, used_by_us.top_p, used_by_us.temperature) == (SMOKE.top_k, SMOKE.top_p,
-                                                                           SMOKE.temperature)
-
-
-def test_prompts_are_tokenized_as_grpo_tokenizes_them(grpo_trainer):
-    trainer, loaded = grpo_trainer
-    questions = ["What is 1 + 1?", "How many legs do 3 cats have?"]
-    trl_ids, _, _ = trainer._tokenize_prompts([SMOKE.messages(q) for q in questions])
-    assert sampling.prompt_ids(loaded.tokenizer, SMOKE, questions) == [list(ids) for ids in trl_ids]
 
 
 def test_greedy_is_the_same_in_any_batch_size(tiny_model):
@@ -128,22 +86,10 @@ def test_auto_batch_takes_what_fits(tiny_model, monkeypatch):
 def test_release_gives_the_cache_back_and_sampling_goes_on(tiny_model):
     sampler = sampling.Sampler(tiny_model, SMOKE.replace(max_new_tokens=6), fast=True)
     first = sampler.complete(QUESTIONS, greedy=True)
-    assert "_shortlist_cache" in tiny_model.model.__dict__
+    assert hf_internals.cache_shape(tiny_model.model) is not None
     sampling.release(tiny_model.model)
-    assert "_shortlist_cache" not in tiny_model.model.__dict__
+    assert hf_internals.cache_shape(tiny_model.model) is None
     assert sampler.complete(QUESTIONS, greedy=True) == first
-
-
-def test_the_fast_engine_changes_only_engine_fields(grpo_trainer):
-    trainer, loaded = grpo_trainer
-    fast = sampling.generation_config(loaded.model, loaded.tokenizer, SMOKE, fast=True, max_cache_len=128)
-    trl = trainer.generation_config.to_dict()
-    changed = {k for k in set(fast.to_dict()) | set(trl) if fast.to_dict().get(k) != trl.get(k)}
-    assert changed == {"cache_implementation", "disable_compile", "max_cache_len"} == sampling.ENGINE_FIELDS
-    used_fast, _ = loaded.model._prepare_generation_config(fast)
-    used_trl, _ = loaded.model._prepare_generation_config(trainer.generation_config)
-    assert {k: v for k, v in used_fast.to_dict().items() if k not in sampling.ENGINE_FIELDS} == \
-        {k: v for k, v in used_trl.to_dict().items() if k not in sampling.ENGINE_FIELDS}
 
 
 QUESTIONS = [f"State the final answer to the following arithmetic problem: {a} + {b} =" for a, b in
@@ -176,7 +122,7 @@ def test_a_longer_static_cache_draws_the_same_samples():
         torch.manual_seed(3)
         sampler = sampling.Sampler(loaded, trainee_with(max_new_tokens=10), batch_size=16, min_cache_len=floor)
         draws.append(sampler.complete(QUESTIONS, k=4))
-        lengths.append(loaded.model._shortlist_cache[0][1])  # (rows, length) of the cache used
+        lengths.append(hf_internals.cache_shape(loaded.model)[1])  # (rows, length) of the cache used
     assert lengths[0] < lengths[1] == 512 and draws[0] == draws[1]
 
 

@@ -1,6 +1,7 @@
 from pathlib import Path
 
-from shortlist import tiny, trainee
+from shortlist.models import tiny
+from shortlist import trainee
 
 
 def test_builds_once_into_its_cache(tiny_model):
@@ -38,7 +39,7 @@ def test_ships_qwen3s_generation_config_for_sampling_to_override(tiny_model):
 BUILD_ONCE = """
 import sys, time
 from pathlib import Path
-from shortlist import tiny
+from shortlist.models import tiny
 def build(folder):  # a stand-in for the ~30 s build: it records itself and takes a while
     with open(sys.argv[1], "a") as f:
         f.write("built\\n")
@@ -53,7 +54,7 @@ def test_processes_starting_together_on_a_cold_cache_build_it_once(tmp_path):
     import os
     import subprocess
     import sys
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "SHORTLIST_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(root)}
     log = tmp_path / "builds"
     processes = [subprocess.Popen([sys.executable, "-c", BUILD_ONCE, str(log)], env=env, stdout=subprocess.PIPE,

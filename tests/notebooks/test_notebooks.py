@@ -7,7 +7,7 @@ import pytest
 
 from proof import settings as settings_
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
 
 
 def test_the_three_notebooks_are_there():
@@ -77,7 +77,7 @@ def run_all(path: Path, values: dict, dest: Path) -> nbformat.NotebookNode:
 
 def test_run_all_by_hand_01_then_02_then_03_gives_the_report(tmp_path):
     from proof import files, records
-    from shortlist import families
+    from shortlist import sources as families
     family = "chain_sum(max_digits=1, max_terms=2)"
     values = {"model": "tiny", "trainee": "qwen3(max_new_tokens=8)", "families": [family],
               "out": str(tmp_path / "run"), "steps": 2, "predict_tasks": 4, "eval_n": 8, "logging_steps": 1,

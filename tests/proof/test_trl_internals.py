@@ -1,0 +1,157 @@
+"""TRL's private internals the fast trainer leans on (proof/trl_internals.py), and that the sampler
+draws exactly as the GRPOTrainer the proof configures."""
+import pytest
+import torch
+
+from proof import settings as settings_
+from proof import train, trl_internals
+from shortlist.generation import sampling
+
+SMOKE = settings_.make("smoke").profile  # the qwen3 profile at 16 new tokens, on the tiny model
+
+
+
+@pytest.fixture(scope="module")
+def grpo_trainer(tmp_path_factory):
+    """A GRPOTrainer on a fresh tiny model whose own generation_config disagrees with everything."""
+    from datasets import Dataset
+    from trl import GRPOTrainer
+    loaded = sampling.load("tiny")
+    loaded.model.generation_config.update(top_k=20, top_p=0.95, temperature=0.6, repetition_penalty=1.3, min_p=0.2,
+                                          do_sample=True)
+    settings = settings_.make("smoke")
+    dataset = Dataset.from_list([{"prompt": SMOKE.messages("What is 1 + 1?"), "seed": 0}] * 8)
+    trainer = GRPOTrainer(model=loaded.model, processing_class=loaded.tokenizer,
+                          reward_funcs=[lambda completions, **_: [0.0] * len(completions)],
+                          args=train.grpo_config(settings, str(tmp_path_factory.mktemp("grpo"))), train_dataset=dataset)
+    return trainer, loaded
+
+
+def test_generation_config_equals_grpo_trainers_field_by_field(grpo_trainer):
+    trainer, loaded = grpo_trainer
+    ours = sampling.generation_config(loaded.model, loaded.tokenizer, SMOKE)
+    assert ours.to_dict() == trainer.generation_config.to_dict()
+
+
+def test_what_generate_uses_is_the_same_whatever_the_models_own_config_says(grpo_trainer):
+    trainer, loaded = grpo_trainer
+    model = loaded.model
+    ours = sampling.generation_config(model, loaded.tokenizer, SMOKE)
+    used_by_us, _ = model._prepare_generation_config(ours)
+    used_by_trl, _ = model._prepare_generation_config(trainer.generation_config)
+    assert used_by_us.to_dict() == used_by_trl.to_dict()
+    # the model's top_k=20, top_p=0.95 and temperature=0.6 did not leak in
+    assert (used_by_us.top_k, used_by_us.top_p, used_by_us.temperature) == (SMOKE.top_k, SMOKE.top_p,
+                                                                           SMOKE.temperature)
+
+
+def test_prompts_are_tokenized_as_grpo_tokenizes_them(grpo_trainer):
+    trainer, loaded = grpo_trainer
+    questions = ["What is 1 + 1?", "How many legs do 3 cats have?"]
+    trl_ids, _, _ = trainer._tokenize_prompts([SMOKE.messages(q) for q in questions])
+    assert sampling.prompt_ids(loaded.tokenizer, SMOKE, questions) == [list(ids) for ids in trl_ids]
+
+
+def test_the_fast_engine_changes_only_engine_fields(grpo_trainer):
+    trainer, loaded = grpo_trainer
+    fast = sampling.generation_config(loaded.model, loaded.tokenizer, SMOKE, fast=True, max_cache_len=128)
+    trl = trainer.generation_config.to_dict()
+    changed = {k for k in set(fast.to_dict()) | set(trl) if fast.to_dict().get(k) != trl.get(k)}
+    assert changed == {"cache_implementation", "disable_compile", "max_cache_len"} == sampling.ENGINE_FIELDS
+    used_fast, _ = loaded.model._prepare_generation_config(fast)
+    used_trl, _ = loaded.model._prepare_generation_config(trainer.generation_config)
+    assert {k: v for k, v in used_fast.to_dict().items() if k not in sampling.ENGINE_FIELDS} == \
+        {k: v for k, v in used_trl.to_dict().items() if k not in sampling.ENGINE_FIELDS}
+
+
+
+@pytest.fixture(scope="module")
+def fast_and_trl(tmp_path_factory):
+    """A FastGRPOTrainer whose LoRA weights were moved away from zero, and prompts for it."""
+    import torch
+    from datasets import Dataset
+    from peft import LoraConfig
+
+    loaded = sampling.load("tiny")
+    s = settings_.make("smoke")
+    trainer = trl_internals.fast_trainer(
+        sampling.InferenceCopy(loaded.model), train._generate, model=loaded.model, processing_class=loaded.tokenizer,
+        reward_funcs=[lambda completions, **_: [0.0] * len(completions)],
+        args=train.grpo_config(s, str(tmp_path_factory.mktemp("grpo"))),
+        train_dataset=Dataset.from_list([{"prompt": s.profile.messages("1 + 1 = ?"), "seed": 0}] * 8),
+        peft_config=LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", task_type="CAUSAL_LM"))
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for name, p in trainer.model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.3)
+    questions = [f"State the final answer to the following arithmetic problem: {a} + {b} =" for a, b in
+                 [(1, 2), (3, 4), (12, 7), (5, 5)]]
+    rows = [ids for ids in sampling.prompt_ids(loaded.tokenizer, s.profile, questions) for _ in range(8)]
+    return trainer, rows
+
+
+def test_the_fast_trainer_compiles_by_region(fast_and_trl):
+    trainer, _ = fast_and_trl  # where torch_compile is on (a GPU), accelerate compiles one layer for all
+    assert trainer.accelerator.state.dynamo_plugin.use_regional_compilation is trl_internals.REGIONAL_COMPILATION is True
+
+
+def test_inference_copy_syncs_every_lora_layer(fast_and_trl):
+    trainer, _ = fast_and_trl
+    assert trainer.engine.sync(trainer.model) == 2 * 7  # 2 layers x (q, k, v, o, gate, up, down)
+
+
+@pytest.mark.parametrize("greedy", [True, False])
+def test_fast_grpo_generation_draws_what_trls_own_draws(fast_and_trl, greedy):
+    import copy
+
+    import torch
+    from trl import GRPOTrainer
+    trainer, rows = fast_and_trl
+    original = trainer.generation_config
+    trainer.generation_config = copy.deepcopy(original)
+    trainer.generation_config.do_sample = not greedy
+    try:
+        torch.manual_seed(1)
+        ours, _ = trainer._generate_single_turn(rows, None, {}, 8)
+        torch.manual_seed(1)
+        theirs, _ = GRPOTrainer._generate_single_turn(trainer, rows, None, {}, 8)
+        base = sampling.generate_ids(sampling.load("tiny").model, rows, trainer.generation_config, len(rows),
+                                     trainer._tokenizer.pad_token_id, trainer.eos_token_ids)
+    finally:
+        trainer.generation_config = original
+    assert ours == theirs
+    if greedy:
+        assert base != ours  # the adapted weights were used, not the base model's
+
+
+def test_the_pinned_trl_is_the_verified_one_and_its_internals_are_there():
+    from pathlib import Path
+    pinned = next(line.split("==")[1].split()[0] for line in (Path(__file__).resolve().parents[2] / "requirements.txt")
+                  .read_text().splitlines() if line.startswith("trl=="))
+    assert pinned in trl_internals.VERIFIED and trl_internals.version() == pinned
+    assert trl_internals.gate() is None
+
+
+def test_another_trl_version_or_changed_internals_close_the_gate(monkeypatch):
+    from trl import GRPOTrainer
+    monkeypatch.setattr(trl_internals, "version", lambda: "0.0.1")
+    assert "0.0.1 is not one the fast trainer was verified on" in trl_internals.gate()
+    monkeypatch.undo()
+
+    def other(self, prompt_ids, images, num_generations):  # a release that changed the signature
+        return None
+    monkeypatch.setattr(GRPOTrainer, "_generate_single_turn", other)
+    assert "_generate_single_turn is not the one the fast trainer overrides" in trl_internals.gate()
+
+
+def test_a_closed_gate_trains_with_trls_own_trainer_and_says_why(monkeypatch, tmp_path):
+    monkeypatch.setattr(trl_internals, "gate", lambda: "trl 9.9 is not one the fast trainer was verified on")
+    books = train.Bookkeeping()
+    s = settings_.make("smoke", steps=1, out=str(tmp_path / "run"))
+    from shortlist import scoring, sources
+    with scoring.Scorer(workers=1) as scorer:
+        family = sources.parse(s.families[0])
+        train.train(sampling.load("tiny"), s, family, family.tasks(range(4)), scorer, str(tmp_path / "ck"), books,
+                    log=lambda *_: None)
+    assert books.trainer == "trl (trl 9.9 is not one the fast trainer was verified on)"
