@@ -10,6 +10,13 @@ VENV_FLAGS ?= --system-site-packages
 	$(PY) -m pip install -q -r requirements.txt
 	touch $@
 
+# the optional extra for --executor ray (CI installs it, so that the Ray tests run there)
+.venv/ray: .venv/ready
+	$(PY) -m pip install -q -e '.[ray]'
+	touch $@
+
+ray: .venv/ray
+
 run: .venv/ready
 	$(PY) -m proof run --preset smoke
 
@@ -20,4 +27,4 @@ test: .venv/ready
 test-slow: .venv/ready
 	$(PY) -m pytest -q -m slow
 
-.PHONY: run test test-slow
+.PHONY: run test test-slow ray

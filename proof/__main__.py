@@ -3,6 +3,8 @@
     python -m proof run --preset smoke                       # offline tiny model, a few minutes on a CPU
     python -m proof run --out results/qwen3                  # the seed's protocol on Qwen3-0.6B
     python -m proof run --preset smoke --set steps=4 --set lr=1e-3 --families "chain_sum, leg_counting"
+    python -m proof run --out results/qwen3 --per-gpu 4      # four families at once on each GPU
+    python -m proof run --out results/qwen3 --executor ray --address auto   # on a Ray cluster (README)
 """
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import sys
 
 from proof import settings as settings_
 from proof.commit import CommitError
+from shortlist import placement
 from proof.settings import SettingsError
 
 
@@ -26,18 +29,28 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--out", help="the output folder (default: the preset's)")
     run.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                      help=f"override a setting; settings: {', '.join(settings_.names())}")
+    placement.add_arguments(run)
     args = ap.parse_args(argv)
     try:  # every bad input is one line, before any model loads
         overrides = dict(settings_.parse_override(item) for item in args.set)
         overrides |= {k: v for k, v in (("families", args.families), ("out", args.out), ("model", args.model),
                                          ("trainee", args.trainee)) if v is not None}
         settings = settings_.make(args.preset, **overrides)
-    except SettingsError as e:
+        where = placement.from_args(args)
+    except (SettingsError, placement.PlacementError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     from proof import runner
     try:
-        outcome = runner.run(settings)
+        with placement.stop_on_signals():  # Ctrl-C, SIGTERM: every job stopped, the folder as a rerun resumes it
+            outcome = runner.run(settings, where=where)
+    except placement.Stopped as e:
+        print(f"stopped by {e}: nothing finished is lost; the same command resumes the run in {settings.out}",
+              file=sys.stderr)
+        return e.code
+    except placement.PlacementError as e:  # a Ray cluster that cannot take the jobs, before anything ran
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     except (CommitError, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -49,4 +62,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    placement.exit(main())

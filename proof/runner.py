@@ -2,21 +2,20 @@
 
 The notebooks are the tested path: the runner only executes them, in fresh processes, with the
 settings as papermill parameters. It resumes: 01 is kept while its predictions verify, and a
-family whose result matches the predictions hash is not run again. Families fan out one process
-per visible GPU, each process seeing one GPU; without a GPU they run one after another. A family
-that fails is recorded with the reason (its executed notebook keeps the traceback) and the
-others go on.
+family whose result matches the predictions hash is not run again. Each family is a job of
+shortlist.placement's executor, from a queue: `per_gpu` at once on each visible GPU, each seeing
+only its own (local), or Ray tasks on a cluster, whose results come back to this process, the only
+one that writes the output folder there; without a GPU they run one after another. A family that
+fails (its notebook raised, its process or its node died) is recorded with the reason (its executed
+notebook keeps the traceback) and the others go on. A family stopped by Ctrl-C is neither: a rerun
+takes it up where its checkpoints left it.
 """
 from __future__ import annotations
 
 import dataclasses
 import json
 import os
-import subprocess
 import sys
-import tempfile
-import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,8 +23,7 @@ import nbformat
 
 from proof import commit, files, records
 from proof.settings import Settings
-from shortlist import provenance, sources
-from shortlist.placement import visible_gpus
+from shortlist import placement, provenance, sources
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 PREDICT, TRAIN, REPORT = "01_predict.ipynb", "02_train_family.ipynb", "03_report.ipynb"
@@ -72,51 +70,91 @@ def kernel_parameters(settings: Settings) -> dict:
     return settings.as_dict() | {"trainee": settings.profile.as_dict(), "model": settings.profile.model}
 
 
-def execute(notebook: Path, dest: Path, parameters: dict, gpu: str | None = None) -> str | None:
-    """Run one notebook with papermill in its own process; returns None, or why it failed (one line).
+def execute(notebook: Path, dest: Path, parameters: dict) -> str | None:
+    """Run one notebook with papermill in a job of its own, here, with every GPU this process sees (as
+    Run All would); returns None, or why it failed (one line)."""
+    job = notebook_job(notebook.name, notebook, dest, parameters, alone=True)
+    return finish(placement.Local({}).run([job], parameters["out"], log=lambda line: None)[0], dest)
 
-    papermill prints each cell as it starts and what the cell prints. It writes the notebook as it
-    goes, to a partial name renamed into place at the end, so dest is always a whole executed
-    notebook, failed or not."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    partial = dest.with_name(dest.stem + ".partial.ipynb")
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    if gpu is not None:
-        env["CUDA_VISIBLE_DEVICES"] = gpu
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump(parameters, f)
+
+def notebook_job(name: str, notebook: Path, dest: Path, parameters: dict, reads=(), writes=(), units=(),
+                 alone: bool = False) -> placement.Job:
+    """A notebook executed by papermill (`python -m proof.runner`), as a job: the notebook and its
+    parameters travel with it, and where it runs `out` is that machine's output folder. The executed
+    notebook is written as it goes to a partial name beside dest (finish() renames it into place), so
+    dest is always a whole executed notebook, failed or not; one a stopped run left goes now."""
+    out, partial = Path(parameters["out"]), _partial(dest)
+    partial.unlink(missing_ok=True)
+    inside = partial.resolve().is_relative_to(out.resolve())
+    where = f"{placement.OUT}/{partial.resolve().relative_to(out.resolve())}" if inside else str(partial)
+    return placement.Job(
+        name, "proof.runner", (f"{placement.SCRATCH}/{NOTEBOOK}", where, f"{placement.SCRATCH}/{PARAMETERS}",
+                               placement.OUT),
+        files=((NOTEBOOK, Path(notebook).read_bytes()), (PARAMETERS, json.dumps(parameters).encode())),
+        reads=tuple(reads), writes=(*writes, *([where.removeprefix(placement.OUT + "/")] if inside else [])),
+        units=tuple(units), caches=("work/compile",), gpu_process=False, alone=alone)
+
+
+NOTEBOOK, PARAMETERS = "notebook.ipynb", "parameters.json"  # in a notebook job's scratch folder
+
+
+def _partial(dest: Path) -> Path:
+    return Path(dest).with_name(Path(dest).stem + ".partial.ipynb")
+
+
+def finish(ran: placement.Ran, dest: Path) -> str | None:
+    """The executed notebook renamed into place (its metadata as papermill left it); why it failed, or None.
+    A job that never reached papermill, or whose worker was lost with the notebook, leaves no notebook."""
+    partial = _partial(dest)
+    why = ran.why if ran.rc is None else f"papermill exited with {ran.rc}" if ran.rc else None
     try:
-        done = subprocess.run([sys.executable, "-m", "proof.runner", str(notebook), str(partial), f.name], env=env)
-    finally:
-        os.unlink(f.name)
-    if not partial.exists():
-        return f"papermill could not start {notebook.name} (exit {done.returncode})"
-    nb = nbformat.read(partial, as_version=4)
-    reason = failure(nb) or (f"papermill exited with {done.returncode}" if done.returncode else None)
+        nb = nbformat.read(partial, as_version=4)
+    except (OSError, ValueError):  # absent, or cut short where a lost worker had sent only part of it
+        partial.unlink(missing_ok=True)
+        return why if ran.rc is None else f"papermill could not start {ran.job.name} (exit {ran.rc})"
+    reason = failure(nb) or why
     files.write_text(dest, nbformat.writes(nb))
     partial.unlink()
     return reason
 
 
-def papermill(notebook: str, dest: str, parameters: str) -> None:
-    """One notebook through papermill's own API, in a process of its own (`python -m proof.runner`).
-    The kernel talks over IPC, not TCP (ipykernel warns that TCP is unencrypted), and runs in the
-    notebook's folder, as Run All by hand does. Its sockets live in a private temporary folder: left to
-    jupyter_client's default (a relative "kernel-ipc"), they land in the kernel's working folder,
-    the repository's notebooks/, where a killed kernel leaves them behind."""
+def papermill(notebook: str, dest: str, parameters: str, out: str | None = None) -> None:
+    """One notebook through papermill's own API, in a process of its own (`python -m proof.runner`), with
+    `out` (where this job runs) as the notebook's output folder. The kernel talks over IPC, not TCP
+    (ipykernel warns that TCP is unencrypted), and runs in the repository's notebooks/, as Run All by hand
+    does. Its sockets live in a private temporary folder: left to jupyter_client's default (a relative
+    "kernel-ipc"), they land in the kernel's working folder, where a killed kernel leaves them behind. The
+    kernel starts through shortlist.placement's launcher: it dies with this process and takes its share
+    of the GPU."""
     import shutil
     import tempfile
 
     import papermill as pm
     from traitlets.config import Config
+    values = json.loads(Path(parameters).read_text()) | ({"out": out} if out else {})
+    Path(dest).parent.mkdir(parents=True, exist_ok=True)
     sockets = tempfile.mkdtemp(prefix="shortlist-kernel-")  # short: a socket path holds at most 107 bytes
     try:
-        pm.execute_notebook(notebook, dest, parameters=json.loads(Path(parameters).read_text()),
-                            kernel_name="python3", log_output=True, progress_bar=False,
-                            cwd=str(Path(notebook).parent),
+        pm.execute_notebook(notebook, dest, parameters=values, kernel_name="python3", log_output=True,
+                            progress_bar=False, cwd=str(NOTEBOOKS if NOTEBOOKS.is_dir() else Path(notebook).parent),
+                            kernel_manager_class=_kernel_manager(),
                             config=Config({"KernelManager": {"transport": "ipc", "ip": f"{sockets}/kernel"}}))
     finally:
         shutil.rmtree(sockets, ignore_errors=True)
+
+
+def _kernel_manager():
+    """jupyter_client's kernel manager, with the kernel started as a job's process (placement.launcher):
+    jupyter_client starts it in a session of its own, where killing papermill's group would miss it."""
+    from jupyter_client import AsyncKernelManager
+
+    class JobKernelManager(AsyncKernelManager):
+        def format_kernel_cmd(self, extra_arguments=None):
+            cmd = super().format_kernel_cmd(extra_arguments)
+            if cmd[1:2] != ["-m"]:  # not `python -m ipykernel_launcher ...`: a kernel this project did not expect
+                raise RuntimeError(f"unexpected kernel command {cmd[:3]}")
+            return [cmd[0], *placement.launcher(cmd[2], cmd[3:], os.getpid(), gpu=True)[1:]]
+    return JobKernelManager
 
 
 def failure(nb) -> str | None:
@@ -128,10 +166,13 @@ def failure(nb) -> str | None:
     return None
 
 
-def failed(key: str, sha: str, reason: str, notebook: str) -> records.Failure:
-    """The result of a family whose notebook failed."""
+def failed(key: str, sha: str, reason: str, notebook: str, where: dict | None = None) -> records.Failure:
+    """The result of a family whose notebook failed, with where its job ran."""
+    stamp_ = provenance.stamp()
+    if where is not None:
+        stamp_["device"] = stamp_["device"] | {"placement": where}
     return records.Failure(family=key, slug=sources.parse(key).slug, reason=reason, notebook=notebook,
-                           predictions_sha256=sha, **provenance.stamp())
+                           predictions_sha256=sha, **stamp_)
 
 
 def stamp(dest: Path, sha: str | None, settings: Settings) -> None:
@@ -156,11 +197,23 @@ class Outcome:
     failed: dict  # family key -> why, for every family without a finished result
 
 
-def run(settings: Settings, notebooks: Notebooks | None = None, log=print) -> Outcome:
-    """The whole proof: every family is tried and the report is built even where some fail."""
+def run(settings: Settings, notebooks: Notebooks | None = None, log=print,
+        where: placement.Placement | None = None) -> Outcome:
+    """The whole proof: every family is tried and the report is built even where some fail. Families
+    run as jobs of the placement's executor (shortlist.placement: this machine's GPUs, or a Ray
+    cluster); one run at a time holds the output folder."""
     notebooks = notebooks or THE_NOTEBOOKS
     settings = settings.replace(out=str(Path(settings.out).resolve()))  # kernels run elsewhere
     files.check_writable(settings.out)
+    executor = (where or placement.Placement()).start(log, peaks=lambda: _peaks(settings))
+    try:
+        with placement.one_run(settings.out):
+            return _run(settings, notebooks, log, executor)
+    finally:
+        executor.close()
+
+
+def _run(settings: Settings, notebooks: Notebooks, log, executor: placement.Executor) -> Outcome:
     parameters = kernel_parameters(settings)
     out_nb = files.notebooks(settings.out)
     try:
@@ -170,7 +223,11 @@ def run(settings: Settings, notebooks: Notebooks | None = None, log=print) -> Ou
         from shortlist.models import config as models  # the model is needed: one line now if it cannot be had
         models.check_fits(models.model_config(settings.profile.model), settings.profile)
         log("01_predict: screening every family and committing the predictions")
-        reason = execute(notebooks.predict, out_nb / PREDICT, parameters)
+        committed = ("predictions.json", "predictions.sha256")  # 01 refuses to overwrite other settings' own
+        job = notebook_job("01_predict", notebooks.predict, out_nb / PREDICT, parameters, reads=committed,
+                           writes=committed, alone=True)
+        ran = (executor if executor.name == "ray" else placement.Local({})).run([job], settings.out, log=log)[0]
+        reason = finish(ran, out_nb / PREDICT)
         if reason:
             raise RuntimeError(f"01_predict failed: {reason} (see {out_nb / PREDICT})")
         _, sha = commit.verified(settings)
@@ -178,27 +235,9 @@ def run(settings: Settings, notebooks: Notebooks | None = None, log=print) -> Ou
     todo = pending(settings, sha)
     log(f"02_train_family: {len(todo)} of {len(settings.families)} families to run"
         + (f" ({len(settings.families) - len(todo)} already done)" if len(todo) < len(settings.families) else ""))
-    gpus = visible_gpus()
-    slots = gpus or [None]
-
-    def train_one(i_key):
-        i, key = i_key
-        gpu = slots[i % len(slots)] if gpus else None
-        family = sources.parse(key)
-        dest = out_nb / f"02_train_family.{family.slug}.ipynb"
-        started = time.time()
-        log(f"02 {key}: started" + (f" on GPU {gpu}" if gpu is not None else ""))
-        reason = execute(notebooks.train, dest, {**parameters, "family": key}, gpu=gpu)
-        if reason:
-            records.write(files.result(settings.out, family.slug),
-                          failed(key, sha, reason, str(dest.relative_to(settings.out))))
-        stamp(dest, sha, settings)
-        log(f"02 {key}: {'failed: ' + reason if reason else 'done'} ({time.time() - started:.0f} s)")
-
-    # one queue per GPU: family i goes to slot i mod n, and each slot runs its families in turn
-    with ThreadPoolExecutor(max_workers=len(slots)) as pool:
-        by_slot = [[(i, k) for i, k in enumerate(todo) if i % len(slots) == s] for s in range(len(slots))]
-        list(pool.map(lambda queue: [train_one(item) for item in queue], by_slot))
+    jobs = {f"02 {key}": key for key in todo}
+    executor.run([family_job(settings, key, notebooks.train, parameters, executor.name == "ray") for key in todo],
+                 settings.out, done=lambda ran: trained(settings, jobs[ran.job.name], sha, ran, log), log=log)
     log("03_report: building the report")
     html = build_report(settings, sha, notebooks.report)
     log(f"report: {html}")
@@ -210,5 +249,49 @@ def run(settings: Settings, notebooks: Notebooks | None = None, log=print) -> Ou
     return Outcome(html, failures)
 
 
+def family_job(settings: Settings, key: str, notebook: Path, parameters: dict, elsewhere: bool) -> placement.Job:
+    """02 on one family, as a job: it reads the predictions and what an earlier run left in work/<slug>/,
+    and writes its result, work/<slug>/ and its notebook. Elsewhere (a Ray worker), each checkpoint comes
+    back whole once training has written its bookkeeping into it (train.PROGRESS, the last file a save
+    writes), so a rerun resumes from the last one that arrived, whatever happened to the worker."""
+    slug = sources.parse(key).slug
+    work = f"work/{slug}"
+    units = ()
+    if elsewhere:  # proof.train imports torch: paid on the driver only where checkpoints travel
+        from proof.train import PROGRESS
+        units = ((f"{work}/checkpoints/checkpoint-*", PROGRESS),)
+    return notebook_job(f"02 {key}", notebook, _train_notebook(settings, key), parameters | {"family": key},
+                        reads=("predictions.json", "predictions.sha256", work),
+                        writes=(f"families/{slug}.json", work), units=units)
+
+
+def _train_notebook(settings: Settings, key: str) -> Path:
+    return files.notebooks(settings.out) / f"02_train_family.{sources.parse(key).slug}.ipynb"
+
+
+def trained(settings: Settings, key: str, sha: str, ran: placement.Ran, log) -> None:
+    """A family's job ended: its notebook renamed into place and stamped; a failure recorded, with where
+    it ran. A job that was stopped (Ctrl-C) never gets here: it is not done, and not failed."""
+    dest = _train_notebook(settings, key)
+    reason = finish(ran, dest)
+    if reason:
+        records.write(files.result(settings.out, sources.parse(key).slug),
+                      failed(key, sha, reason, str(dest.relative_to(settings.out)), ran.where))
+    if dest.exists():
+        stamp(dest, sha, settings)
+    log(f"02 {key}: {'failed: ' + reason if reason else 'done'} ({ran.seconds:.0f} s)")
+
+
+def _peaks(settings: Settings) -> list:
+    """The most GPU memory each finished family's job reserved (placement.here()), for --per-gpu auto."""
+    peaks = []
+    for path in (Path(settings.out) / "families").glob("*.json"):
+        try:
+            peaks.append(((files.read_json(path).get("device") or {}).get("placement") or {}).get("peak_gib"))
+        except (OSError, ValueError, AttributeError):
+            continue
+    return peaks
+
+
 if __name__ == "__main__":
-    papermill(*sys.argv[1:4])
+    papermill(*sys.argv[1:5])

@@ -3,6 +3,8 @@
     python -m shortlist screen --model tiny --families "chain_sum(max_terms=2, max_digits=1), leg_counting"
     python -m shortlist screen --trainee smollm2 --model /models/smollm2
     python -m shortlist screen --all --levels --out results/catalog --budget-min 60   # the catalog (catalog/)
+    python -m shortlist screen --all --out results/catalog --per-gpu 4    # four workers on each GPU
+    python -m shortlist screen --all --out results/catalog --executor ray --address auto   # on a Ray cluster
     python -m shortlist families      # every Reasoning Gym family that builds with its defaults
 """
 from __future__ import annotations
@@ -12,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from shortlist import defaults, output, sources, trainee
+from shortlist import defaults, output, placement, sources, trainee
 from shortlist.catalog.records import CatalogError
 from shortlist.models import config as models
 from shortlist.models.config import ModelError
@@ -41,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="walk each family's curriculum up from its easiest level until 'too hard'")
     sc.add_argument("--out", help="the catalog's output folder (default results/catalog); a rerun keeps what it holds")
     sc.add_argument("--budget-min", type=float, help="start no screen after this many minutes; the rest is listed")
+    placement.add_arguments(sc)
     sub.add_parser("families", help="list the families that build with their default config")
     args = ap.parse_args(argv)
 
@@ -52,11 +55,13 @@ def main(argv: list[str] | None = None) -> int:
     try:  # every bad input is one line, before any model loads
         who = trainee.resolve(args.trainee)
         who = who.replace(model=args.model) if args.model else who
+        where = placement.from_args(args)
         if catalog_run:
             plan = _catalog_plan(args, who)
         else:
-            if args.out or args.budget_min is not None:
-                raise ValueError("--out and --budget-min go with --all or --levels (the catalog)")
+            if args.out or args.budget_min is not None or where != placement.Placement():
+                raise ValueError("--out, --budget-min and where jobs run (--executor, --per-gpu...) go with --all "
+                                 "or --levels (the catalog)")
             chosen = sources.parse_list(args.families or list(sources.DEFAULT))
         if args.tasks < 1 or args.batch < 0 or args.first_seed < 0:
             raise ValueError("--tasks must be at least 1, --batch and --first-seed at least 0")
@@ -67,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if catalog_run:
-        return _catalog(plan, started)
+        return _catalog(plan, where, started)
 
     from shortlist import scoring, screening  # torch and the scorers: only once the input is sound
     from shortlist.generation import sampling
@@ -97,11 +102,17 @@ def _catalog_plan(args, who):
     return p
 
 
-def _catalog(p, started: float) -> int:
-    import signal
+def _catalog(p, where, started: float) -> int:
     from shortlist.catalog import run as catalog
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stopped: task builders killed, the walks as written
-    found = catalog.run(p, log=lambda line: print(line, file=sys.stderr, flush=True))
+    try:
+        with placement.stop_on_signals():  # Ctrl-C, SIGTERM: workers and task builders stopped, the walks as written
+            found = catalog.run(p, log=lambda line: print(line, file=sys.stderr, flush=True), where=where)
+    except placement.Stopped as e:
+        print(f"stopped by {e}: every walk is kept as written; the same command goes on in {p.out}", file=sys.stderr)
+        return e.code
+    except (placement.PlacementError, placement.Busy) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2 if isinstance(e, placement.PlacementError) else 1
     print(catalog.summary(found, p))
     print(f"wall time: {time.perf_counter() - started:.1f} s")
     return 0
@@ -117,4 +128,4 @@ def _writable(path: Path) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    placement.exit(main())

@@ -6,6 +6,8 @@ import importlib.metadata
 import os
 import platform
 
+from shortlist import placement
+
 PACKAGES = ("torch", "transformers", "trl", "peft", "accelerate", "datasets", "reasoning-gym", "numpy", "scipy",
             "papermill", "nbconvert")
 
@@ -27,7 +29,7 @@ def versions() -> dict:
 def device() -> dict:
     import torch
     info = {"platform": platform.platform(), "cpus": os.cpu_count(), "cuda": torch.cuda.is_available(),
-            "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
+            "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"), "placement": placement.here()}
     if info["cuda"]:
         info["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
         info["cuda_version"] = torch.version.cuda

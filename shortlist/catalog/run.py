@@ -17,19 +17,19 @@ is "improves", ranked by mean p(1-p), written under one output folder:
 A row is kept by a rerun when the model (name and revision), the whole trainee record, the number
 of tasks, their first seed, the sampling seed and the Reasoning Gym version are the same and its
 level still gives the same spec: the same tasks (each row records their SHA-256), sampled the
-same way. Families fan out one worker process per visible GPU (walk.py), as the proof's do. This module is
-the run; records.py holds what it finds, files.py writes it.
+same way. Families fan out to worker jobs (walk.py), one per slot of shortlist.placement's executor
+(--per-gpu N on each visible GPU, or a Ray cluster), as the proof's do; without a GPU this process
+walks them in turn. This module is the run; records.py holds what it finds, files.py writes it.
 """
 from __future__ import annotations
 
+import json
 import os
 import platform
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-from shortlist import output, provenance, spec
+from shortlist import output, placement, provenance, spec
 from shortlist.catalog import files, walk
 from shortlist.catalog.records import OUT, Catalog, CatalogError, Plan, Unreached  # noqa: F401
 from shortlist.models import config as model_config
@@ -58,20 +58,25 @@ def plan(trainee: Trainee, names=None, **settings) -> Plan:
     return Plan(trainee=trainee, families=tuple(checked), **settings)
 
 
-def run(p: Plan, log=print) -> Catalog:
-    """Screen the plan's families, resuming what is kept, within its budget; write the shortlist."""
-    from shortlist import placement
+def run(p: Plan, log=print, where: placement.Placement | None = None) -> Catalog:
+    """Screen the plan's families, resuming what is kept, within its budget; write the shortlist. One run
+    at a time holds the output folder; workers are jobs of the placement's executor."""
     started = walk.clock()
     out = output.check_writable(p.out)
     p = p.replace(out=str(out.resolve()), model_identity=model_config.identity(p.trainee.model),
                   deadline=started + p.budget_min * 60 if p.budget_min else None,
                   run=f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
-    gpus = placement.visible_gpus()
-    if p.builders is None:  # half the CPUs build tasks; the rest score answers and drive the GPUs
-        p = p.replace(builders=max(1, (os.cpu_count() or 1) // max(1, len(gpus)) // 2))
-    exits = _fan_out(p, gpus, log) if gpus else _in_process(p, log)
-    catalog = assemble(p, exits, walk.clock() - started)
-    page_error = files.write(out, catalog)
+    executor = (where or placement.Placement()).start(log, peaks=lambda: _peaks(p))
+    try:
+        with placement.one_run(out):
+            in_process = executor.serial  # no GPU here: this process walks the families in turn
+            if p.builders is None:  # half a job's CPUs build tasks; the rest score answers and drive the GPU
+                p = p.replace(builders=max(1, int(executor.cpus_per_job()) // 2))
+            exits = _in_process(p, log) if in_process else _fan_out(p, executor, log)
+            catalog = assemble(p, exits, walk.clock() - started)
+            page_error = files.write(out, catalog)
+    finally:
+        executor.close()
     if page_error:
         log(f"error: shortlist.html not written ({page_error}); shortlist.json and .csv are")
     return catalog
@@ -82,26 +87,48 @@ def _in_process(p: Plan, log) -> dict:
     return {}
 
 
-def _fan_out(p: Plan, gpus: list[str], log) -> dict:
-    """One worker process per GPU, each seeing only its own; family i goes to GPU i mod n."""
-    procs = {}
-    for slot, gpu in enumerate(gpus):
-        share = p.families[slot::len(gpus)]
-        if not share:
-            continue
-        job = p.replace(families=share, label=f"gpu {gpu}")
-        path = Path(p.out) / "jobs" / f"gpu{gpu}.json"
-        output.write_json(path, job.as_dict())
+def _fan_out(p: Plan, executor: placement.Executor, log) -> dict:
+    """One worker job per slot of the executor (every slot of every GPU), family i to worker i mod n:
+    a worker pays for its model, its Scorer and its compilation once, for all of its share. Where it
+    runs elsewhere (Ray), the walks it reads go with it and the walks it writes come back as written."""
+    n = min(executor.capacity(), len(p.families))
+    jobs, shares = [], {}
+    for i in range(n):
+        share = p.families[i::n]
+        job = p.replace(families=share, label=f"worker {i + 1}")
+        walks = tuple(f"families/{name}.json" for name in share)
+        jobs.append(placement.Job(
+            job.label, "shortlist.catalog.walk", (f"{placement.SCRATCH}/plan.json", placement.OUT),
+            files=(("plan.json", json.dumps(job.as_dict()).encode()),), reads=walks,
+            writes=(*walks, f"workers/{job.label.replace(' ', '')}.json"), caches=("compile",)))
+        shares[job.label] = share
         log(f"{job.label}: {len(share)} families")
-        procs[gpu] = (share, subprocess.Popen([sys.executable, "-m", "shortlist.catalog.walk", str(path)],
-                                              env={**os.environ, "CUDA_VISIBLE_DEVICES": gpu}))
-    return {gpu: (share, proc.wait()) for gpu, (share, proc) in procs.items()}
+    exits = {}
+
+    def ended(ran: placement.Ran) -> None:
+        if ran.rc != 0:
+            gpu = f", GPU {ran.where['gpu']}" if ran.where.get("gpu") else ""
+            exits[ran.job.name] = (shares[ran.job.name], f"its worker ({ran.job.name}{gpu}) " + (
+                f"exited with {ran.rc}" if ran.rc is not None else ran.why.removeprefix("its ")))
+    executor.run(jobs, p.out, done=ended, log=log)
+    return exits
+
+
+def _peaks(p: Plan) -> list:
+    """The most GPU memory each earlier worker into this folder reserved (placement.here()): --per-gpu auto."""
+    peaks = []
+    for path in (Path(p.out) / "workers").glob("*.json"):
+        try:
+            peaks.append((output.read_json(path).get("placement") or {}).get("peak_gib"))
+        except (OSError, ValueError, AttributeError):
+            continue
+    return peaks
 
 
 def assemble(p: Plan, exits: dict, wall_s: float) -> Catalog:
-    """The catalog from the walks on disk: rows and failures of every family, what was not reached."""
-    died = {name: f"its worker (GPU {gpu}) exited with {rc}" for gpu, (share, rc) in exits.items() if rc
-            for name in share}
+    """The catalog from the walks on disk: rows and failures of every family, what was not reached
+    (exits: worker -> (its share, why it died) for each worker that did not end well)."""
+    died = {name: why for share, why in exits.values() for name in share}
     rows, failures, unreached = [], [], []
     for name in p.families:
         found = files.read_walk(p.out, name)

@@ -24,7 +24,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
-from shortlist import output, sources
+from shortlist import output, placement, sources
 from shortlist.catalog import files
 from shortlist.catalog.records import Failure, Plan, Row, Walk
 from shortlist.errors import one_line
@@ -125,6 +125,7 @@ def _builder_start(parent: int) -> None:
     """A builder prints nothing (some generators write to stdout, from C too: the shortlist goes
     there), and ends when its worker does, however the worker ended (a kill leaves no time to stop it)."""
     import threading
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C is the run's to handle: it stops builders
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.close(devnull)
@@ -285,7 +286,8 @@ def work(p: Plan, log=print) -> None:
     finally:
         builders.close()
         record = {"run": p.run, "label": p.label, "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-                  "families": len(walks), "builders": p.builders or 0, **counts, **screener.record(),
+                  "placement": placement.here(), "families": len(walks), "builders": p.builders or 0, **counts,
+                  **screener.record(),
                   "seconds": round(time.perf_counter() - started, 1)}
         screener.close()
         output.write_json(Path(p.out) / "workers" / f"{p.label.replace(' ', '')}.json", record)
@@ -295,9 +297,11 @@ def _level(level: int | None) -> str:
     return "default" if level is None else f"L{level}"
 
 
-def main(job: str) -> int:
-    """A worker process: its share of the plan, on the one GPU it sees."""
+def main(job: str, out: str | None = None) -> int:
+    """A worker process: its share of the plan, on the one GPU it sees, into `out` (where this worker
+    runs: the run's output folder, or a Ray worker's own, which the driver copies back)."""
     p = Plan(**output.read_json(Path(job)))
+    p = p.replace(out=out) if out else p
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stopped: builders killed, the walks as written
     work(p, log=lambda line: print(line, file=sys.stderr, flush=True))
     return 0
@@ -305,4 +309,4 @@ def main(job: str) -> int:
 
 if __name__ == "__main__":
     from shortlist.catalog import walk  # the module proper, not __main__: what the builders' pickles name
-    sys.exit(walk.main(sys.argv[1]))
+    sys.exit(walk.main(*sys.argv[1:3]))

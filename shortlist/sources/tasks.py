@@ -14,6 +14,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -79,6 +80,7 @@ def _stop() -> None:
 
 def main() -> None:
     assert fixed(), "the task builder must run with PYTHONHASHSEED=0"
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is its parent's to handle; the end of stdin stops it
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     sys.stdout = sys.stderr  # some families print while they build; the protocol owns the real stdout
     for line in sys.stdin:

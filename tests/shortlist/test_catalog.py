@@ -1,13 +1,14 @@
 import csv
 import dataclasses
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from shortlist.catalog import run as catalog
 from shortlist import sources as families
-from shortlist import placement as gpus
+from shortlist import placement
 from shortlist import screening
 from shortlist import trainee
 from shortlist.catalog.records import CatalogError, Row
@@ -81,15 +82,94 @@ def test_the_tiny_model_walks_up_to_too_hard_and_the_files_say_so(screened):
     assert "Shortlist: the catalog" in html and "smoke run" in html and "<script src" not in html
 
 
-def test_families_fan_out_one_worker_process_per_visible_gpu(tmp_path, monkeypatch):
+def test_families_fan_out_one_worker_job_per_slot_each_seeing_only_its_gpu(tmp_path, monkeypatch):
     # on this machine the "GPUs" show no device, so each worker samples on the CPU: what is tested is
-    # the fan-out (a process per GPU, each seeing only its own, the walks merged), not a GPU
-    monkeypatch.setattr(gpus, "visible_gpus", lambda: ["3", "5"])
+    # the fan-out (a worker job per slot, each seeing only its own GPU, the walks merged), not a GPU
+    monkeypatch.setattr(placement, "visible_gpus", lambda: ["3", "5"])
     p = catalog.plan(TRAINEE, ["chain_sum", "composite", "leg_counting"], tasks=2, out=str(tmp_path / "cat"))
     lines = []
     found = catalog.run(p, log=lines.append)
     workers = json.loads((tmp_path / "cat" / "shortlist.json").read_text())["workers"]
-    assert sorted((w["label"], w["visible_devices"], w["families"]) for w in workers) == [
-        ("gpu 3", "3", 2), ("gpu 5", "5", 1)]  # families 0 and 2 to the first GPU, family 1 to the second
+    assert sorted((w["label"], w["visible_devices"], w["families"], w["placement"]["gpu"], w["placement"]["slot"])
+                  for w in workers) == [("worker 1", "3", 2, "3", 1), ("worker 2", "5", 1, "5", 2)]
+    assert all(w["placement"]["executor"] == "local" and w["placement"]["per_gpu"] == 1 for w in workers)
     assert {r.family for r in found.rows} == {"chain_sum", "leg_counting"} and not found.unreached
     assert [f.family for f in found.failures] == ["composite"]
+    assert "worker 1: started on GPU 3" in lines
+
+
+def _screens(found):
+    def plain(screen):
+        return screen.as_dict() | {"scoring": {k: v for k, v in screen.scoring.items() if k != "seconds"}}
+    return sorted((r.family, r.level, r.spec, r.tasks_sha256, json.dumps(plain(r.screen), sort_keys=True))
+                  for r in found.rows)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("executor", ["local", "ray"])
+def test_the_rows_do_not_depend_on_where_the_workers_ran(screened, tmp_path, monkeypatch, executor):
+    """Two workers sharing one GPU (local, --per-gpu 2), or Ray tasks on fake GPUs: the walks come back
+    to this process's folder, and every row is the in-process run's."""
+    p, alone, _ = screened
+    if executor == "ray":
+        ray = __import__("ray") if os.environ.get("CI") else pytest.importorskip("ray")  # CI installs the extra
+        monkeypatch.setenv("RAY_worker_niceness", "0")  # Ray's 15 starves its workers on a shared machine
+        ray.init(num_cpus=2, num_gpus=2, include_dashboard=False, log_to_driver=False)
+        where = placement.Placement(executor="ray")
+    else:
+        monkeypatch.setattr(placement, "visible_gpus", lambda: ["0"])
+        where = placement.Placement(per_gpu=2)
+    try:
+        found = catalog.run(p.replace(out=str(tmp_path / "cat")), log=lambda line: None, where=where)
+    finally:
+        if executor == "ray":
+            ray.shutdown()
+    assert _screens(found) == _screens(alone) and not found.unreached
+    workers = json.loads((tmp_path / "cat" / "shortlist.json").read_text())["workers"]
+    assert sorted((w["label"], w["placement"]["executor"], w["placement"]["gpu"]) for w in workers) == \
+        ([("worker 1", "local", "0"), ("worker 2", "local", "0")] if executor == "local" else
+         [("worker 1", "ray", "0"), ("worker 2", "ray", "1")])
+    assert not (tmp_path / "cat" / "compile").exists() if executor == "ray" else True  # each machine keeps its own
+
+
+@pytest.mark.slow
+def test_a_signal_stops_the_catalog_s_workers_and_the_same_command_goes_on(tmp_path):
+    """SIGINT, as a terminal's Ctrl-C sends it, to screen --levels fanned out over two (fake) GPUs: it
+    exits 130 within 10 s with every worker and task builder gone, and the same command finishes the walks."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    out = tmp_path / "cat"
+    argv = [sys.executable, "-m", "shortlist", "screen", "--levels", "--families", "chain_sum, leg_counting",
+            "--model", "tiny", "--trainee", "qwen3(group=2, max_new_tokens=8)", "--tasks", "2", "--out", str(out)]
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="0,1")
+    batch = subprocess.Popen(argv, env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    deadline = time.monotonic() + 300
+    while not list((out / "families").glob("*.json")) and time.monotonic() < deadline and batch.poll() is None:
+        time.sleep(0.2)
+    tree = _descendants(batch.pid)
+    assert any("shortlist.catalog.walk" in cmd for cmd in tree.values()), "no worker was running"
+    os.killpg(batch.pid, signal.SIGINT)
+    assert batch.wait(timeout=10) == 130
+    err = batch.stderr.read()
+    assert err.strip().splitlines()[-1].startswith("stopped by SIGINT: every walk is kept as written")
+    assert "Traceback" not in err
+    assert [pid for pid in tree if _alive(pid)] == []
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "0 families not reached" in done.stdout
+
+
+def _descendants(pid: int) -> dict:
+    return {p: open(f"/proc/{p}/cmdline").read().replace("\0", " ") for p in placement.descendants(pid)
+            if os.path.exists(f"/proc/{p}/cmdline")}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
