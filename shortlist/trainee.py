@@ -26,7 +26,23 @@ The rule, and why each threshold sits where it does:
 - grpo_signal_min = 0.25: with 4 prompts per step, at least one prompt per step on average must
   carry a correctness gradient. A family can sit inside the pass@1 band and still fall short,
   when some tasks are always solved and the rest never are. -> "no signal".
-These values were fixed before any proof run; predictions.json records them.
+Two verdicts come before those, from the scorer audit (audit.py), because they say the reward
+cannot tell what the rule needs it to tell:
+- ceiling_min = 0.5: where the gold answer, written as the trainee is asked to write answers and
+  read back by its extraction, scores 1 on fewer than half the tasks, most of the reward measures
+  the extraction, not the model, and "too hard" would be forced (the last number cannot read
+  "cat", nor a fraction whole). -> "unscorable".
+- guess_min = 0.2: where a content-free answer (empty, a constant, the most frequent gold answer,
+  another task's answer) earns full score on a fifth of the tasks or more, and at least as often
+  as the model's own samples do (pass@1), a model that learned to print it would score like one
+  that learned a fifth of the family: over twice the smallest gain 200 evaluation tasks detect
+  (0.09 at 80% power, per-task SD 0.5), so the proof could not tell learning from collapse.
+  -> "guessable". Below it a collapse shows as a loss, not a gain, for the models the rule calls
+  learnable: easy chain_sum's "0" (right on 7-12% of tasks) against greedy accuracies of 0.26-0.74
+  measured on SmolLM2's easy families; a scorer that pays any answer, or coin_flip's "0" (85%), is
+  far above it. The share is read on the screen's own 24 tasks: 5 of them at least.
+These values were fixed before any proof run (the audit's two on 2026-12-01, before the first proof
+that used them); predictions.json records them.
 """
 from __future__ import annotations
 
@@ -42,7 +58,7 @@ from shortlist import spec
 from shortlist.errors import OneLine, one_line
 from shortlist.sources import reasoning_gym as rg
 
-VERDICTS = ("improves", "too hard", "already solved", "no signal")
+VERDICTS = ("improves", "too hard", "already solved", "no signal", "unscorable", "guessable")
 
 
 class TraineeError(OneLine, ValueError):
@@ -114,6 +130,8 @@ class Trainee:
     pass_min: float = 0.05
     pass_max: float = 0.9
     grpo_signal_min: float = 0.25
+    ceiling_min: float = 0.5  # the scorer audit's (audit.py): below it, "unscorable"
+    guess_min: float = 0.2  # at or above it (and at least pass@1), "guessable"
 
     def __post_init__(self):
         for f in fields(self):  # 1 means 1.0 where a float is due (JSON, YAML and papermill write ints)
@@ -152,7 +170,7 @@ class Trainee:
             bad("max_new_tokens", "must lie in 1..32768")
         if not 2 <= self.group <= 256:
             bad("group", "must lie in 2..256 (GRPO compares completions within a group)")
-        for name in ("pass_min", "pass_max", "grpo_signal_min"):
+        for name in ("pass_min", "pass_max", "grpo_signal_min", "ceiling_min", "guess_min"):
             if not 0 <= getattr(self, name) <= 1:
                 bad(name, "must lie in [0, 1]")
         if not self.pass_min < self.pass_max:
@@ -167,9 +185,22 @@ class Trainee:
         """The answer in a completion (thinking removed), or None when it holds none: it scores 0."""
         return extractor(self.extraction)(_THINK.sub("", text))
 
+    def written(self, answer: str) -> str:
+        """An answer written the way this trainee is asked to write one: in <answer> tags, on an
+        "Answer:" line (also what a last-number reader is asked for), or as it is for a regex."""
+        if self.extraction == "answer_tags":
+            return f"<answer>{answer}</answer>"
+        return answer if self.extraction.startswith("regex:") else f"Answer: {answer}"
+
     # Shortlist's rule
-    def rule(self, pass1: float, mean: float, signal: float) -> str:
-        """The verdict from sampled pass@1, mean score and the GRPO signal on correctness."""
+    def rule(self, pass1: float, mean: float, signal: float, ceiling: float | None = None,
+             guess: float | None = None) -> str:
+        """The verdict from the scorer audit (ceiling, guess: shares of full scores; None: not
+        measured), then sampled pass@1, mean score and the GRPO signal on correctness."""
+        if ceiling is not None and ceiling < self.ceiling_min:
+            return "unscorable"
+        if guess is not None and guess >= self.guess_min and guess >= pass1:
+            return "guessable"
         if mean >= self.pass_max:
             return "already solved"
         if pass1 < self.pass_min:
@@ -179,8 +210,10 @@ class Trainee:
         return "improves"
 
     def rule_text(self) -> str:
-        return (f"already solved if mean score >= {self.pass_max}; else too hard if pass@1 < {self.pass_min}; "
-                f"else no signal if GRPO signal on correctness < {self.grpo_signal_min}; else improves")
+        return (f"unscorable if the gold answer, written as the trainee writes it, scores on < {self.ceiling_min} of "
+                f"the tasks; else guessable if a content-free answer scores fully on >= {self.guess_min} of them and "
+                f"at least pass@1; else already solved if mean score >= {self.pass_max}; else too hard if pass@1 < "
+                f"{self.pass_min}; else no signal if GRPO signal on correctness < {self.grpo_signal_min}; else improves")
 
     def sampling(self) -> dict:
         """The fields GRPOConfig and GenerationConfig take under the same names."""

@@ -140,3 +140,21 @@ def test_a_registered_profile_is_resolved_by_name():
         assert trainee.resolve("test_profile") == mine
     finally:
         del trainee.PROFILES["test_profile"]
+
+
+def test_the_audits_verdicts_come_before_the_rest_of_the_rule():
+    t = QWEN3
+    assert t.rule(0.5, 0.5, 0.8, ceiling=t.ceiling_min - 0.01, guess=1.0) == "unscorable"  # first of all
+    assert t.rule(0.5, 0.5, 0.8, ceiling=t.ceiling_min, guess=t.guess_min) == "improves"  # guess below pass@1
+    assert t.rule(0.1, 0.1, 0.8, ceiling=1.0, guess=t.guess_min) == "guessable"  # at the threshold, above pass@1
+    assert t.rule(0.1, 0.1, 0.8, ceiling=1.0, guess=t.guess_min - 0.01) == "improves"
+    assert t.rule(0.95, 0.95, 0.1, ceiling=1.0, guess=0.96) == "guessable"  # even where it would be "solved"
+    assert t.rule(0.0, 0.0, 0.0, ceiling=None, guess=None) == "too hard"  # not audited: the rule as it was
+    assert "unscorable if" in t.rule_text() and "guessable if" in t.rule_text()
+
+
+@pytest.mark.parametrize("extraction, written", [("answer_tags", "<answer>7</answer>"), ("answer_line", "Answer: 7"),
+                                                 ("last_number", "Answer: 7"), ("regex:(\\d+)", "7")])
+def test_an_answer_is_written_as_the_trainee_is_asked_to_write_it_and_reads_back(extraction, written):
+    t = QWEN3.replace(extraction=extraction)
+    assert t.written("7") == written and t.clean(t.written("7")) == "7"
