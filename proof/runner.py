@@ -56,6 +56,18 @@ def build_report(settings: Settings, sha: str, notebook: Path = Notebooks.report
     return report.render(dest, files.report(settings.out))
 
 
+def report_again(out) -> Path:
+    """report.html rebuilt from an output folder alone, under the settings and trainee it committed (an
+    older run's too: what it did not record is measured, without a model)."""
+    from proof import settings as settings_
+    out = str(Path(out).resolve())
+    body, sha = commit.committed(out, commit.READABLE)
+    known = set(settings_.names())
+    settings = settings_.make(**{k: v for k, v in body["settings"].items() if k in known},
+                              families=body["families"], trainee=body["trainee"], out=out)
+    return build_report(settings, sha)
+
+
 def publish(settings: Settings, enabled: bool = True) -> Path | None:
     """03's last cell: Run All by hand ends in the report.html the batch would have written."""
     if not enabled:  # the batch's own headless run of 03: build_report renders it afterwards

@@ -47,7 +47,9 @@ class Settings:
     predict_seed: int = defaults.PREDICT_SEED
     train_seed: int = 0
     eval_n: int = 200
-    eval_seed: int = 100_000
+    eval_seed: int = 100_000  # evaluation tasks: the first eval_n seeds from here whose question is unseen (heldout.py)
+    eval_search: int = 20  # ... among at most eval_search x eval_n seeds
+    min_unseen: int = 40  # fewer distinct unseen evaluation questions: the proof cannot judge the family
     # Analysis, declared before training
     alpha: float = 0.05
     bootstrap_n: int = 10_000
@@ -81,9 +83,10 @@ class Settings:
         return self.prompts_per_step * self.group // self.batch_per_device
 
     def seed_ranges(self) -> dict[str, range]:
+        """Where each kind of task comes from; the evaluation tasks are chosen within their range (heldout.py)."""
         return {"train": range(self.train_seed, self.train_seed + self.steps * self.prompts_per_step),
                 "predict": range(self.predict_seed, self.predict_seed + self.predict_tasks),
-                "eval": range(self.eval_seed, self.eval_seed + self.eval_n)}
+                "eval": range(self.eval_seed, self.eval_seed + self.eval_search * self.eval_n)}
 
     def validate(self) -> "Settings":
         for f in fields(self):
@@ -96,7 +99,8 @@ class Settings:
                   "eval_n": (1, 100_000), "predict_tasks": (1, 100_000), "sample_batch": (0, 1 << 20),
                   "lora_r": (1, 4096), "lora_alpha": (1, 1 << 16), "logging_steps": (1, 100_000),
                   "bootstrap_n": (100, 1_000_000), "checkpoint_every": (0, 100_000), "seed": (0, SEED_MAX),
-                  "predict_seed": (0, SEED_MAX), "train_seed": (0, SEED_MAX), "eval_seed": (0, SEED_MAX)}
+                  "predict_seed": (0, SEED_MAX), "train_seed": (0, SEED_MAX), "eval_seed": (0, SEED_MAX),
+                  "eval_search": (1, 1000), "min_unseen": (1, self.eval_n)}
         for name, (low, high) in within.items():
             if not low <= getattr(self, name) <= high:
                 raise SettingsError(f"{name}={getattr(self, name)}: must lie in {low}..{high}")
@@ -186,14 +190,15 @@ def parse_override(text: str) -> tuple[str, object]:
     return name, value
 
 
-# one the tiny model can learn ("improves") and one far beyond it ("too hard": a "no change" to judge)
-SMOKE_FAMILIES = ("chain_sum(max_terms=2, max_digits=1)", "basic_arithmetic")
+# one the tiny model can learn ("improves") and one far beyond it ("too hard": a "no change" to judge),
+# whose answers (three-digit leg counts) no content-free answer matches on the smoke's 8 screening tasks
+SMOKE_FAMILIES = ("chain_sum(max_terms=2, max_digits=1)", "leg_counting")
 PRESETS = {
     "full": {},  # the seed's protocol on Qwen3-0.6B
     "smoke": {  # the whole pipeline on the offline tiny model, in a few minutes on a CPU
         # lr is 60x the seed's so that 4 steps move the tiny model at all; its numbers mean nothing
         "model": "tiny", "trainee": "qwen3(max_new_tokens=16)", "families": SMOKE_FAMILIES, "out": "results/smoke",
         "steps": 4, "lr": 3e-3, "logging_steps": 1, "predict_tasks": 8, "eval_n": 24, "checkpoint_every": 1,
-        "bootstrap_n": 2000,
+        "bootstrap_n": 2000, "min_unseen": 10,
     },
 }

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from proof import commit, evaluate, files, records, stats, trl_internals
 from proof.records import Evaluation, FamilyResult
 from proof.settings import Settings
-from shortlist import provenance, scoring, sources
+from shortlist import audit, provenance, scoring, sources
 from shortlist.generation import compile_cache, engine, sampling
 from shortlist.models import config as models
 from shortlist.sources import Family
@@ -231,8 +231,8 @@ def check(settings: Settings, family, log=print) -> Run:
         log(f"{family.key}: result already there ({files.result(settings.out, family.slug)})")
         run.done = old
         return run
-    run.tasks = {name: family.tasks(seeds) for name, seeds in settings.seed_ranges().items()}
-    commit.tasks_verified(body, settings, family, run.tasks)
+    run.tasks = commit.family_tasks(settings, family, commit.held_out(body, family.key))
+    commit.tasks_verified(body, family, run.tasks)
     models.check_fits(models.model_config(settings.profile.model), settings.profile)
     return run
 
@@ -301,9 +301,12 @@ def record(run: Run, log=print) -> FamilyResult:
     s, books = run.settings, run.books
     timings = books.timings | step_times(run.history, books.timings["train_s"], s.steps) | {
         "resumed_at_step": books.resumed_at_step}
+    # what a constant answer earns on the same tasks: a gain it matches is collapse, not learning
+    baselines = audit.constants(run.scorer, s.profile, run.family, run.tasks["eval"], list(run.after.answers),
+                                audit.most_frequent_gold(run.tasks["predict"]))
     result = outcome(s, run.family.key, run.sha, commit.prediction_for(run.body, run.family.key), run.before,
                      run.after, curve(run.history), model=run.loaded.source, engine=books.engine,
-                     scoring=books.scoring, timings=timings, started_at=run.started_at)
+                     scoring=books.scoring, timings=timings, started_at=run.started_at, baselines=baselines)
     records.write(files.result(s.out, run.family.slug), result)
     run.close()
     run.done = result

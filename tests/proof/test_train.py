@@ -24,7 +24,7 @@ def test_result_file_holds_everything_the_report_needs(run):
     assert result.predictions_sha256 == commit.verified(s)[1] and result.trainee == s.profile.as_dict()
     for e in (result.before, result.after):
         assert len(e.scores) == len(e.completions) == len(e.answers) == len(e.clipped) == s.eval_n
-        assert list(e.seeds) == list(s.seed_ranges()["eval"])
+        assert list(e.seeds) == list(commit.held_out(commit.verified(s)[0], result.family).seeds)
         assert 0 <= e.accuracy <= e.mean_score <= 1 and 0 <= e.clipped_share <= 1
     assert set(result.gain) == {"gain", "ci95", "p"}
     assert result.held == (result.improved == (result.prediction["prediction"] == "improves"))
