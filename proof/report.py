@@ -133,7 +133,7 @@ def warnings(report: Report) -> list[str]:
     engines = [("predictions (01)", report.body.get("engine", {}))] + [
         (f"{r.family} ({phase})", e) for r in report.done() for phase, e in r.engine.items()]
     for where, e in engines:
-        if e.get("checks") and any(c["identical_rows"] != c["rows"] for c in e["checks"]):
+        if e.get("checks") and any(not c.get("passed", c["identical_rows"] == c["rows"]) for c in e["checks"]):
             out.append(f"The fast decode engine disagreed with generate() in {where} and stepped aside: {e.get('why')}.")
         elif e.get("engine") == "generate" and e.get("why") and "transformers" in e["why"]:
             out.append(f"The fast decode engine was not used in {where}: {e['why']}.")
@@ -624,8 +624,17 @@ def family_summary(result: FamilyResult):
 
 
 def _engine_text(e: dict) -> str:
-    checks = "; ".join(f"{c['identical_rows']}/{c['rows']} rows identical over {c['tokens']} tokens "
-                       f"({c['seconds']:.1f} s)" for c in e.get("checks", []))
+    def one(c: dict) -> str:
+        text = f"{c['identical_rows']}/{c['rows']} rows identical over {c['tokens']} tokens"
+        if c.get("tied_rows"):
+            gaps = [t["gap"] for t in c.get("ties", []) if t.get("gap") is not None]
+            text += f", {c['tied_rows']} at fp32 near-ties" + (f" (largest gap {max(gaps):.2g})" if gaps else "")
+        if c.get("differing_rows"):
+            text += f", {c['differing_rows']} differing"
+        if c.get("max_drift") is not None:
+            text += f", drift {c['max_drift']:.1e} of the logit scale (tie margin {c.get('tie_margin_relative', 0):.1e})"
+        return text + f" ({c['seconds']:.1f} s)"
+    checks = "; ".join(one(c) for c in e.get("checks", []))
     return f"{e.get('engine', '?')}" + (f" ({e['why']})" if e.get("why") else "") + (f"; self-check {checks}" if checks else "")
 
 
