@@ -665,7 +665,9 @@ def notebook_links(report: Report) -> str:
     for key in report.body["families"]:
         items.append((key, f"notebooks/02_train_family.{sources.parse(key).slug}.ipynb", status(report, key)))
     items.append(("03_report", "notebooks/03_report.ipynb", "this report"))
-    return "<ul>" + "".join(f'<li><a href="{href}">{name}</a> — {what}</li>' for name, href, what in items) + "</ul>"
+    from html import escape  # a family key, a slug and a corrupt record's reason are text, never markup
+    return "<ul>" + "".join(f'<li><a href="{escape(href)}">{escape(name)}</a> — {escape(what)}</li>'
+                            for name, href, what in items) + "</ul>"
 
 
 # --- figures ------------------------------------------------------------------------------------

@@ -161,3 +161,11 @@ def test_figures_of_long_family_specs_draw_without_a_layout_warning(synthetic):
             fig.canvas.draw()
     assert max(len(line) for t in report.forest_figure(r).axes[0].get_yticklabels()
                for line in t.get_text().splitlines()) <= 40
+
+
+def test_a_corrupt_records_reason_reaches_the_page_as_text(synthetic):
+    s = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP}})
+    path = files.result(s.out, "chain_sum")
+    files.write_json(path, files.read_json(path) | {"status": "<img src=x onerror=alert(1)>"})
+    links = report.notebook_links(report.load(s.out))
+    assert "<img" not in links and "&lt;img src=x onerror=alert(1)&gt;" in links
