@@ -93,3 +93,29 @@ def test_run_all_by_hand_01_then_02_then_03_gives_the_report(tmp_path):
     assert isinstance(result, records.FamilyResult) and result.settings["steps"] == 2
     html = files.report(tmp_path / "run").read_text()  # 03's last cell wrote it, as the batch would
     assert "The rule held on" in html and "smoke run, not a finding" in html and result.predictions_sha256 in html
+
+
+def kaggle_lines(path: Path) -> list[str]:
+    nb = nbformat.read(path, as_version=4)
+    cell = next(c for c in nb.cells if "kaggle" in c.metadata.get("tags", []))
+    import re
+    return re.findall(r"`!(pip install [^`]+)`", cell.source)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_the_kaggle_install_line_works_from_any_folder(path, tmp_path):
+    """Kaggle's notebooks run in /kaggle/working, not in the clone: the line must name the clone's paths,
+    and nothing it installs may be relative to the folder it is typed in."""
+    import subprocess
+    import sys
+    (line,) = kaggle_lines(path)
+    root = Path(__file__).resolve().parents[2]
+    assert "requirements.txt" in line and not any(arg in (".", "-e.") for arg in line.split())
+    local = line.replace("/kaggle/working/shortlist", str(root))
+    # from another folder, pip resolves every requirement of the line: -r's and -e's paths included (no
+    # download: --dry-run --no-deps --no-index stops at the first package it would have to fetch)
+    args = local.split()[2:]
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "--no-build-isolation",
+                           *[a for a in args if a != "-q"][-2:]], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr  # -e <clone>: a Python project, found from any folder
+    assert not any(line.strip() in ("-e .", "-e.") for line in (root / "requirements.txt").read_text().splitlines())
