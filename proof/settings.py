@@ -100,10 +100,13 @@ class Settings:
                   "lora_r": (1, 4096), "lora_alpha": (1, 1 << 16), "logging_steps": (1, 100_000),
                   "bootstrap_n": (100, 1_000_000), "checkpoint_every": (0, 100_000), "seed": (0, SEED_MAX),
                   "predict_seed": (0, SEED_MAX), "train_seed": (0, SEED_MAX), "eval_seed": (0, SEED_MAX),
-                  "eval_search": (1, 1000), "min_unseen": (1, self.eval_n)}
+                  "eval_search": (1, 1000), "min_unseen": (1, 100_000)}
         for name, (low, high) in within.items():
             if not low <= getattr(self, name) <= high:
                 raise SettingsError(f"{name}={getattr(self, name)}: must lie in {low}..{high}")
+        if self.min_unseen > self.eval_n:
+            raise SettingsError(f"min_unseen={self.min_unseen} exceeds eval_n={self.eval_n}: no family could be judged; "
+                                f"raise eval_n or lower min_unseen")
         completions = self.prompts_per_step * self.group
         if completions % self.batch_per_device:
             raise SettingsError(f"batch_per_device={self.batch_per_device} does not divide the {completions} "
