@@ -30,6 +30,7 @@ def synthetic(tmp_path):
 
     def make(cases: dict, not_run: tuple = (), **overrides):
         n = len(next(c["before"] for c in cases.values() if "before" in c))
+        overrides = {"min_unseen": min(10, n)} | overrides  # a handful of tasks: the smoke's floor, or fewer
         s = settings.make("smoke", families=[*cases, *not_run], eval_n=n, out=str(tmp_path / "run"), **overrides)
         screens = []
         for key in s.families:
