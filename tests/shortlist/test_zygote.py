@@ -101,8 +101,13 @@ for _ in range(20):
         pass
 report(n / 20)""",
     "root_inside": """
-caps = int([l for l in open("/proc/self/status") if l.startswith("CapEff")][0].split()[1], 16)
-report(os.getuid() == 0 or os.geteuid() == 0 or caps != 0)""",
+unhook()
+import ctypes
+class Header(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+data = (ctypes.c_uint32 * 6)()  # capget, not /proc/self/status: Landlock closes /proc to an answer
+ctypes.CDLL(None).capget(ctypes.byref(Header(0x20080522, 0)), data)
+report(os.getuid() == 0 or os.geteuid() == 0 or data[0] != 0 or data[3] != 0)""",
     "device_node": """
 unhook()
 try:
