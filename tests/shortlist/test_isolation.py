@@ -109,11 +109,13 @@ def test_landlock_confines_reads_to_the_interpreter_and_writes_to_its_directory(
     assert not any(str(tmp_path).startswith(p) for p in readable) and "/proc" not in readable
 
     def body():
+        isolation.no_new_privs()  # what Landlock needs of a process without CAP_SYS_ADMIN
         abi = landlock.restrict(landlock.ruleset(readable, str(inside), writable=True))
         return {"abi": abi, "inside": attempt(lambda: open(inside / "x", "w").close()),
                 "outside": attempt(lambda: open(outside, "w").close()),
                 "private": attempt(lambda: open(private).read()), "list": attempt(lambda: os.listdir(tmp_path)),
-                "stdlib": attempt(lambda: open(os.__file__).read()), "pytest": attempt(lambda: open(pytest.__file__).read()),
+                "stdlib": attempt(lambda: open(os.__file__).read()),
+                "pytest": attempt(lambda: open(pytest.__file__).read()),
                 "other_cmdline": attempt(lambda: open(f"/proc/{os.getppid()}/cmdline").read()),
                 "init_cmdline": attempt(lambda: open("/proc/1/cmdline").read()),
                 "null": attempt(lambda: open(os.devnull, "w").write("x")),
@@ -132,9 +134,10 @@ def test_landlock_without_a_writable_directory_allows_no_change_there(tmp_path):
     home.mkdir()
 
     def body():
-        landlock.restrict(landlock.ruleset(landlock.readable(), str(home), writable=False))
-        return {"create": attempt(lambda: open(home / "x", "w").close()), "mkdir": attempt(lambda: os.mkdir(home / "d")),
-                "list": attempt(lambda: os.listdir(home))}
+        isolation.no_new_privs()
+        assert landlock.restrict(landlock.ruleset(landlock.readable(), str(home), writable=False))
+        return {"create": attempt(lambda: open(home / "x", "w").close()),
+                "mkdir": attempt(lambda: os.mkdir(home / "d")), "list": attempt(lambda: os.listdir(home))}
     assert in_child(body) == {"create": "PermissionError", "mkdir": "PermissionError", "list": "done"}
 
 
