@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import os
 import site
+import stat
 import sys
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -102,7 +103,7 @@ def ruleset(readable: list[str], home: str, writable: bool) -> int | None:
         except OSError:
             continue  # gone since readable() listed it
         try:
-            if not os.path.isdir(f"/proc/self/fd/{target}"):
+            if not stat.S_ISDIR(os.fstat(target).st_mode):
                 rights &= _FILE_ONLY
             if _libc.syscall(_ADD_RULE, fd, _RULE_PATH_BENEATH, ctypes.byref(_PathBeneathAttr(rights & fs, target)), 0):
                 os.close(fd)
