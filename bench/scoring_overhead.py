@@ -1,6 +1,7 @@
 """What sandboxed scoring costs: one GRPO step's 32 answers, in-process vs shortlist's Scorer.
 
     python bench/scoring_overhead.py            # prints a table; commit it under bench/results/
+    python bench/scoring_overhead.py --repeats 8 --hostile   # fewer repeats; then issue 19.10's batches
 
 In-process is reasoning-gym's own call with each task built once (the best the seed could do);
 ours is the one scoring path of screening, evaluation and the GRPO reward (a fresh confined
@@ -11,6 +12,7 @@ where every fork and teardown lands inside the step.
 """
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 import statistics
@@ -24,6 +26,11 @@ from shortlist.scoring import Scorer
 STEP = 32  # answers a GRPO step scores: 4 prompts x 8 completions
 REPEATS = 20
 GAP_S = 1.0  # well under a GRPO step's generation (1.4 s on an H200 for SmolLM2-135M, README)
+# issue 19.10: a batch of 32 answers that all misbehave, through a scorer that evals them: hangs (each
+# cut at the deadline), a memory bomb, an exit, a fork bomb, deep nesting, a disk filler
+HOSTILE = ["9**9**9", "10**10**10", "[x for x in iter(int, 1)]", "' ' * 10**11", "__import__('os')._exit(3)",
+           "(lambda f: [f(f) for _ in range(99)])(lambda f: __import__('os').fork())", "(" * 5000 + ")" * 5000,
+           "exec(\"f = open('fill', 'wb')\\nwhile True: f.write(b'x' * 2**20)\")"]
 
 
 def answers_for(family) -> tuple[list[int], list[str]]:
@@ -45,8 +52,12 @@ def in_process(family, seeds, answers) -> float:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeats", type=int, default=REPEATS)
+    parser.add_argument("--hostile", action="store_true", help="then time issue 19.10's all-hostile batch")
+    args = parser.parse_args()
     print(f"# scoring overhead, {platform.processor() or platform.machine()}, {platform.python_version()}, "
-          f"{STEP} answers per step, median of {REPEATS}, load average {os.getloadavg()[0]:.1f} at start")
+          f"{STEP} answers per step, median of {args.repeats}, load average {os.getloadavg()[0]:.1f} at start")
     with Scorer() as scorer:
         print(f"# workers {scorer.settings()['workers']}, sandbox {scorer.confinement}")
         print(f"{'family':22} {'in-process ms/step':>19} {'ours ms/step':>13} {'ours ms/answer':>15} "
@@ -57,7 +68,7 @@ def main() -> None:
             scorer.score(family, seeds, answers)  # builds the tasks, warms the zygote
             scorer.score(family, seeds, answers)  # a family scored again: its processes are forked ahead
             ours, base, back = [], [], []
-            for _ in range(REPEATS):
+            for _ in range(args.repeats):
                 time.sleep(GAP_S)
                 started = time.perf_counter()
                 scorer.score(family, seeds, answers)
@@ -70,6 +81,29 @@ def main() -> None:
             o, b = statistics.median(ours), statistics.median(base)
             print(f"{name:22} {b * 1e3:19.2f} {o * 1e3:13.2f} {o * 1e3 / STEP:15.3f} {(o - b) * 1e6 / STEP:19.1f} "
                   f"{statistics.median(back) * 1e3:21.1f}")
+        if args.hostile:
+            hostile(scorer)
+
+
+def hostile(scorer) -> None:
+    """Issue 19.10: 32 honest answers against 32 that all misbehave, in binary_matrix (its scorer evals
+    the answer), at the default deadline; each batch after a warm one, as GRPO's steps come."""
+    family = families.parse("binary_matrix")
+    right = family.task(1)["answer"]
+    batches = {"honest": [right] * STEP, "all hostile": [HOSTILE[i % len(HOSTILE)] for i in range(STEP)],
+               "all hanging": ["9**9**9"] * STEP}  # each cut at the deadline: 32 x 1 s over 2 at once
+    print(f"\n# issue 19.10: {STEP} answers, binary_matrix, deadline {scorer.deadline_s} s, "
+          f"{scorer.workers} answers at once, load average {os.getloadavg()[0]:.1f}")
+    for name, answers in batches.items():
+        scorer.score(family, [1] * STEP, answers)
+        time.sleep(GAP_S)  # the next step's processes are forked meanwhile
+        before = vars(scorer.counts[family.key]).copy()
+        started = time.perf_counter()
+        scores = scorer.score(family, [1] * STEP, answers)
+        spent = time.perf_counter() - started
+        after = vars(scorer.counts[family.key])
+        odd = {k: after[k] - before[k] for k in ("timeouts", "crashes", "exceptions") if after[k] != before[k]}
+        print(f"{name:12} {spent:6.2f} s  mean score {sum(scores) / STEP:.2f}  {odd}")
 
 
 if __name__ == "__main__":
