@@ -190,6 +190,7 @@ class Scorer:
         self._zygotes: OrderedDict[str, _Zygote] = OrderedDict()
         self._server: _Server | None = _Server(self._scratch, Limits(memory_mb, CPU_SECONDS, workers))  # starts now,
         self._confinement: dict | None = None  # while the caller goes on (loads its model)
+        self._owner = os.getpid()  # a forked child's exit must not close the parent's server
         atexit.register(self.close)
 
     @property
@@ -258,6 +259,8 @@ class Scorer:
         return self._zygotes[family.key]
 
     def close(self) -> None:
+        if getattr(self, "_owner", os.getpid()) != os.getpid():
+            return
         for zygote in getattr(self, "_zygotes", {}).values():
             zygote.kill()
         self._zygotes = OrderedDict()

@@ -41,6 +41,7 @@ def main() -> None:
     """argv: the caller's sys.path (JSON), the control socket's fd, the caller's pid, the scratch
     directory, the limits (JSON)."""
     control = socket.socket(fileno=int(sys.argv[2]))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's to handle: it closes the Scorer
     if not isolation.die_with_parent(int(sys.argv[3])):
         return
     layers = isolation.enter_namespaces()  # first: it needs one thread, and imports may start some

@@ -140,3 +140,17 @@ def test_the_callers_environment_is_never_touched_and_the_server_has_its_own(mon
             server = dict(item.split(b"=", 1) for item in f.read().split(b"\0") if item)
     assert touched == [] and dict(os.environ) == before
     assert server[b"PYTHONHASHSEED"] == b"0" and secret.encode() not in b"".join(server.values())
+
+
+def test_a_forked_child_that_closes_the_scorer_leaves_the_parents_alone():
+    """A fork of the caller (a DataLoader worker, say) runs atexit's close() too: it must neither kill
+    the parent's zygotes through the shared socket nor remove the parent's scratch directory."""
+    with Scorer(workers=1) as s:
+        answer = families.parse("leg_counting").task(1)["answer"]
+        assert s.score("leg_counting", [1], [answer]) == [1.0]
+        pid = os.fork()
+        if pid == 0:
+            s.close()
+            os._exit(0)
+        os.waitpid(pid, 0)
+        assert os.path.isdir(s._scratch) and s.score("leg_counting", [1], [answer]) == [1.0]
