@@ -84,7 +84,9 @@ class _Server:
     def __init__(self, scratch: str, limits):
         from shortlist.scoring import server, zygote
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        environment = dict(zygote.ENVIRONMENT, **{k: os.environ[k] for k in ("HOME",) if k in os.environ})
+        environment = dict(zygote.ENVIRONMENT)
+        if "HOME" in os.environ:  # where matplotlib (Reasoning Gym imports it) keeps its cache: a path, no secret
+            environment["HOME"] = os.environ["HOME"]
         argv = [sys.executable, "-c", server.BOOT, json.dumps([os.path.abspath(p) for p in sys.path]),
                 str(theirs.fileno()), str(os.getpid()), scratch, json.dumps(asdict(limits))]
         self.process = subprocess.Popen(argv, env=environment, pass_fds=[theirs.fileno()], cwd="/",
@@ -117,7 +119,7 @@ class _Server:
         except (OSError, ValueError):
             return None
 
-    def start(self, family: Family | None, fd: int) -> int:
+    def start(self, family: Family, fd: int) -> int:
         """A zygote for family, serving the socket fd; returns its id."""
         self.confinement  # noqa: B018  the server answers requests only once it has probed
         id_ = next(self.ids)
