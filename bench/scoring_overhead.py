@@ -2,6 +2,7 @@
 
     python bench/scoring_overhead.py            # prints a table; commit it under bench/results/
     python bench/scoring_overhead.py --repeats 8 --hostile   # fewer repeats; then issue 19.10's batches
+    python bench/scoring_overhead.py --leaks-only            # issue 19.7: what an answer leaves behind
 
 In-process is reasoning-gym's own call with each task built once (the best the seed could do);
 ours is the one scoring path of screening, evaluation and the GRPO reward (a fresh confined
@@ -13,8 +14,11 @@ where every fork and teardown lands inside the step.
 from __future__ import annotations
 
 import argparse
+import ctypes
+import json
 import os
 import platform
+import secrets
 import statistics
 import time
 
@@ -55,7 +59,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=REPEATS)
     parser.add_argument("--hostile", action="store_true", help="then time issue 19.10's all-hostile batch")
+    parser.add_argument("--leaks-only", action="store_true", help="only measure what an answer leaves behind")
     args = parser.parse_args()
+    if args.leaks_only:
+        with Scorer() as scorer:
+            leaks(scorer)
+        return
     print(f"# scoring overhead, {platform.processor() or platform.machine()}, {platform.python_version()}, "
           f"{STEP} answers per step, median of {args.repeats}, load average {os.getloadavg()[0]:.1f} at start")
     with Scorer() as scorer:
@@ -83,6 +92,7 @@ def main() -> None:
                   f"{statistics.median(back) * 1e3:21.1f}")
         if args.hostile:
             hostile(scorer)
+            leaks(scorer)
 
 
 def hostile(scorer) -> None:
@@ -104,6 +114,53 @@ def hostile(scorer) -> None:
         after = vars(scorer.counts[family.key])
         odd = {k: after[k] - before[k] for k in ("timeouts", "crashes", "exceptions") if after[k] != before[k]}
         print(f"{name:12} {spent:6.2f} s  mean score {sum(scores) / STEP:.2f}  {odd}")
+
+
+
+# issue 19.7: answers that switch the audit hook off and report through their own reply (all an
+# answer can do), as a score: 1.0 if a 512 MiB SysV segment was made, MiB written / 1024 in 0.9 s
+_REPORT = """import ctypes, json, os, sys, time
+m = sys.modules["shortlist.scoring.zygote"]
+m._REFUSED_EVENTS.clear(); m._REFUSED_PREFIXES = ("#",); m._inside = lambda *a: True
+def report(x):
+    for fd in range(3, 64):
+        try: os.write(fd, json.dumps({"score": float(x), "refused": False}).encode())
+        except OSError: pass
+    os._exit(0)
+"""
+_SHM = """libc = ctypes.CDLL(None)
+libc.shmat.restype = ctypes.c_void_p
+shm = libc.shmget(KEY, 512 << 20, 0o1000 | 0o666)
+if shm >= 0:
+    ctypes.memset(libc.shmat(shm, None, 0), 1, 64 << 20)
+report(shm >= 0)"""
+_FILL = """end, written, n = time.monotonic() + 0.9, 0, 0
+try:
+    while time.monotonic() < end:
+        with open(f"f{n}", "wb") as f:
+            for _ in range(32):
+                f.write(b"x" * (1 << 20)); written += 1
+        n += 1
+except OSError:
+    pass
+report(written / 1024)"""
+
+
+def leaks(scorer) -> None:
+    """What outlives an answer: the SysV shared memory it made (read from this process's IPC
+    namespace once it is gone), and what it wrote to its scratch within its deadline."""
+    key = secrets.randbelow(1 << 30) + 1
+    answers = [f"exec({(_REPORT + body.replace('KEY', str(key)))!r}, {{}})" for body in (_SHM, _FILL)]
+    made, written = scorer.score("binary_matrix", [1, 1], answers)
+    with open("/proc/sysvipc/shm") as f:
+        left = sum(int(line.split()[3]) for line in f.readlines()[1:] if int(line.split()[0]) == key)
+    if left:  # this run's own segment: not left behind on the machine
+        libc = ctypes.CDLL(None)
+        libc.shmctl(libc.shmget(key, 0, 0), 0, None)
+    print(f"\n# issue 19.7, deadline {scorer.deadline_s} s: " + json.dumps(
+        {"shm_segment_made": made == 1.0, "shm_left_after_the_answer_mib": left >> 20,
+         "scratch_written_within_the_deadline_mib": round(written * 1024),
+         "scratch": scorer.confinement.get("scratch"), "ipc_namespace": scorer.confinement.get("ipc_namespace")}))
 
 
 if __name__ == "__main__":
