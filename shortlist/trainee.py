@@ -85,8 +85,7 @@ EXTRACTORS = {
 # whose extraction passes REGEX_TIMEOUT_S holds no answer (it scores 0). A pattern that passes
 # REGEX_PROBE_TIMEOUT_S on any of a few texts such a pattern chokes on (runs of one kind of character, 4,096
 # long, that end in a mismatch) is refused when the trainee is made, in one line; the timeout bounds what the
-# probes do not catch.
-# regex's timeouts count this process's CPU time, not the wall clock: a loaded machine does not trip them
+# probes do not catch. regex's timeouts count this process's CPU time, so a loaded machine does not trip them.
 REGEX_TIMEOUT_S = 0.1  # per completion: a sound pattern takes microseconds on the longest completion
 REGEX_PROBE_TIMEOUT_S = 0.25  # per probe text: 4,096 characters take a sound pattern well under a millisecond
 REGEX_MAX = 1_000  # characters in a pattern
