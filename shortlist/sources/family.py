@@ -54,6 +54,8 @@ class FamilyError(OneLine, ValueError):
 
 TEXT_MAX = 10_000  # characters in a string setting (Reasoning Gym's longest defaults are word lists of ~100)
 LIST_MAX = 1_000  # items in a list setting, nested lists included
+CONFIG_MAX = 100_000  # characters of a whole config as JSON: the key every record and message carries
+SLUG_MAX = 200  # a file name holds 255 bytes, and the longest made from a slug adds 32 (a notebook's temporary name)
 # The budget for building one task of a config the source does not define itself (module docstring): twice
 # the slowest seed-0 task of any Reasoning Gym family's hardest level, measured on the project's CPU machine
 # (zebra_puzzles, 10.4 s of CPU; every other family under 3 s; jugs' hardest runs 169 s and then fails),
@@ -91,21 +93,7 @@ class Family:
         except KeyError as e:
             raise FamilyError(str(e).strip("'\"")) from None
         check_name(self.name, self.source)
-        known = src.settings(self.name)
-        for key in self.config:
-            if key not in known:
-                close = difflib.get_close_matches(key, sorted(known), n=2, cutoff=0.6)
-                hint = f"; did you mean {', '.join(close)}?" if close else f"; it takes {', '.join(sorted(known))}"
-                raise FamilyError(f"{self.name} has no setting {key!r}{hint}")
-        for key, value in self.config.items():
-            why = _not_literal(value)
-            if why:
-                raise FamilyError(f"{self.name}: {key}={_short(value)}: {why}")
-        kinds = src.kinds(self.name) if hasattr(src, "kinds") else {}
-        for key, value in self.config.items():
-            if key in kinds and not _of_kind(value, kinds[key]):
-                raise FamilyError(f"{self.name}: {key}={_short(value)}: must be "
-                                  f"{' or '.join(k.__name__ for k in kinds[key])}")
+        self._check_settings(src)
         try:  # the family's own checks catch impossible values before any model loads
             src.validate(self.name, self.config)
         except Exception as e:  # noqa: BLE001  whatever a source raises, the user reads one line
@@ -116,6 +104,24 @@ class Family:
                 beyond = _beyond(self.source, self.name, self.config) or sorted(self.config)
                 raise FamilyError(f"{self.key}: {why}; lower {' or '.join(beyond)}")
 
+    def _check_settings(self, src) -> None:
+        """Each setting known to the source, a literal within bounds, of a kind the source takes."""
+        known = src.settings(self.name)
+        for key in self.config:
+            if key not in known:
+                close = difflib.get_close_matches(key, sorted(known), n=2, cutoff=0.6)
+                hint = f"; did you mean {', '.join(close)}?" if close else f"; it takes {', '.join(sorted(known))}"
+                raise FamilyError(f"{self.name} has no setting {key!r}{hint}")
+        kinds = src.kinds(self.name) if hasattr(src, "kinds") else {}
+        for key, value in self.config.items():
+            why = _not_literal(value) or (None if key not in kinds or _of_kind(value, kinds[key]) else
+                                          f"must be {' or '.join(k.__name__ for k in kinds[key])}")
+            if why:
+                raise FamilyError(f"{self.name}: {key}={_short(value)}: {why}")
+        if len(json.dumps(self.config)) > CONFIG_MAX:
+            raise FamilyError(f"{self.name}: a config of {len(json.dumps(self.config)):,} characters as JSON "
+                              f"(at most {CONFIG_MAX:,})")
+
     @property
     def key(self) -> str:
         """The canonical spelling: parse(f.key) == f, and equal families have equal keys."""
@@ -124,9 +130,13 @@ class Family:
 
     @property
     def slug(self) -> str:
-        """A file-name-safe form of the key (letters, digits, '.', '_', '-')."""
+        """A file-name-safe form of the key (letters, digits, '.', '_', '-'); past SLUG_MAX characters, its
+        start and a hash of the key, so that every file named from it can be made."""
         parts = [self.key.split("(")[0]] + [f"{k}-{self.config[k]!r}" for k in sorted(self.config)]
-        return re.sub(r"[^A-Za-z0-9._-]+", "_", ".".join(parts)).strip("_")
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "_", ".".join(parts)).strip("_")
+        if len(slug) <= SLUG_MAX:
+            return slug
+        return f"{slug[:SLUG_MAX - 17]}-{hashlib.sha256(self.key.encode()).hexdigest()[:16]}"
 
     def task(self, seed: int) -> dict:
         return self.tasks([seed])[0]

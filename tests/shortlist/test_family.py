@@ -66,6 +66,12 @@ def test_slug_is_file_name_safe_and_distinct():
     assert all(set(s) <= set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") for s in slugs)
 
 
+def test_a_long_config_still_names_files_that_can_be_made():
+    a, b = (families.parse(f"calendar_arithmetic(tasks={['weekday_offset'] * n!r})") for n in (12, 13))
+    assert len(a.slug) == len(b.slug) == 200 < len(a.key) and a.slug != b.slug  # a file name holds 255 bytes
+    assert a.slug == families.parse(a.key).slug
+
+
 def test_default_families_all_build():
     assert [f.name for f in families.parse_list(list(families.DEFAULT))] == list(families.DEFAULT)
 
@@ -99,6 +105,7 @@ def test_fingerprint_is_the_canonical_json_of_the_tasks():
     pytest.param(f"basic_arithmetic(operators={['+'] * 1001!r})", "a list of more than 1,000 items", id="long list"),
     ("basic_arithmetic(operators=[[[[['+']]]]])", "nested deeper than 4"),
     pytest.param(f"basic_arithmetic(format_style={'x' * 10_001!r})", "a string of 10,001 characters", id="long string"),
+    pytest.param(f"basic_arithmetic(operators={['x' * 9000] * 20!r})", "a config of 180,", id="long config"),
     ("chain_sum(max_terms=1000000)", "one task's question is"),  # builds in seconds, far past any context
 ])
 def test_impossible_values_are_one_line_naming_the_setting(text, fragment):
