@@ -173,7 +173,7 @@ def resumable(checkpoints: Path, log=print) -> Path | None:
             continue
         if why:
             log(f"removing {path.name}, which a rerun cannot resume from: {why}")
-        shutil.rmtree(path)
+        _remove(path)
     return keep
 
 
@@ -182,8 +182,15 @@ def publish(staged: Path, checkpoints: Path) -> Path:
     dest = output.publish_folder(staged, checkpoints / staged.name)
     for _, path in checkpoints_in(checkpoints):
         if path != dest:
-            shutil.rmtree(path)
+            _remove(path)
     return dest
+
+
+def _remove(path: Path) -> None:
+    if path.is_symlink():  # a link goes, not what it points to
+        path.unlink()
+    else:
+        shutil.rmtree(path)
 
 
 def bookkeeping_callback(scorer: scoring.Scorer, key: str, prior: dict, log, checkpoints: Path):

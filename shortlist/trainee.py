@@ -199,7 +199,8 @@ class Trainee:
         if any(c in self.model for c in "\0\n"):
             bad("model", "a model name or folder holds no NUL or newline")
         if not TEMPERATURE[0] <= self.temperature <= TEMPERATURE[1]:
-            bad("temperature", f"must lie in [{TEMPERATURE[0]}, {TEMPERATURE[1]}] (GRPO samples; see TEMPERATURE)")
+            bad("temperature", f"must lie in [{TEMPERATURE[0]}, {TEMPERATURE[1]}]: below, a group's samples are all "
+                               f"the greedy one (no signal); above, noise")
         if not 0 < self.top_p <= 1:
             bad("top_p", "must lie in (0, 1]")
         if not 0 <= self.top_k <= TOP_K_MAX:

@@ -215,7 +215,12 @@ def _build_within_budget(source: str, name: str, config: dict) -> str | None:
     if not hasattr(os, "fork"):
         return None
     read, write = os.pipe()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:  # no process to spare (RLIMIT_NPROC, memory): the family's own validate() has judged it
+        os.close(read)
+        os.close(write)
+        return None
     if pid == 0:  # the child: whatever happens, it ends here, never in the caller's code
         try:
             os.close(read)
