@@ -21,7 +21,8 @@ def start(namespace: dict) -> settings_.Settings:
     # draw widget bars; every progress bar is off in this project, so it would only add noise to each notebook
     warnings.filterwarnings("ignore", message="IProgress not found")
     values = {name: namespace[name] for name in settings_.names() if name in namespace}
-    if isinstance(values.get("out"), str) and not Path(values["out"]).expanduser().is_absolute():
+    out = values.get("out")  # an empty out is refused by make(), not taken for the repository root
+    if isinstance(out, str) and out.strip() and not Path(out).expanduser().is_absolute():
         values["out"] = str(ROOT / values["out"])
     return settings_.make(**values)
 

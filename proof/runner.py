@@ -103,9 +103,12 @@ def execute(notebook: Path, dest: Path, parameters: dict, gpu: str | None = None
         os.unlink(f.name)
     if not partial.exists():
         return f"papermill could not start {notebook.name} (exit {done.returncode})"
-    nb = nbformat.read(partial, as_version=4)
-    reason = failure(nb) or (f"papermill exited with {done.returncode}" if done.returncode else None)
-    files.write_text(dest, nbformat.writes(nb))
+    try:
+        nb = nbformat.read(partial, as_version=4)
+        reason = failure(nb) or (f"papermill exited with {done.returncode}" if done.returncode else None)
+    except ValueError:  # cut short where papermill could not write it (a full disk): kept as it was, unrun
+        nb, reason = nbformat.read(notebook, as_version=4), f"papermill could not write {partial.name} whole"
+    files.write_text(dest, nbformat.writes(nb))  # on a full disk, one line (shortlist.output.DiskFull)
     partial.unlink()
     return reason
 
@@ -223,4 +226,7 @@ def run(settings: Settings, notebooks: Notebooks | None = None, log=print) -> Ou
 
 
 if __name__ == "__main__":
-    papermill(*sys.argv[1:4])
+    try:
+        papermill(*sys.argv[1:4])
+    except OSError as e:  # the executed notebook could not be written (a full disk): the batch says so in one line
+        sys.exit(f"papermill: {e.strerror or e}: {e.filename or sys.argv[2]}")
