@@ -24,7 +24,7 @@ from shortlist.errors import OneLine
 # verdicts. Measured on the project's 2-core CPU machine at load ~7 (other jobs running), 320 honest answers
 # each (10 batches of 32 through one Scorer): chain_sum timed out 41 at 0.01 s, 1 at 0.03 s, 0 at 0.1 s;
 # simple_integration (sympy) 248 at 0.03 s, 5 at 0.1 s, 0 at 0.25 s, which the adversarial tests also use.
-SCORE_DEADLINE_MIN_S = 0.25
+SCORE_DEADLINE_MIN_S = defaults.SCORE_DEADLINE_MIN_S
 PATH_MAX = 4096  # Linux's longest path: an out beyond it cannot be made
 # resampled scores the bootstrap holds at once (bootstrap_n x eval_n float64s, stats.bootstrap_means): 800 MB,
 # 50x the seed's 10,000 x 200; the upper ends of both ranges at once would need 800 TB after training
