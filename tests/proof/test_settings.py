@@ -11,7 +11,9 @@ def test_defaults_are_the_seeds_protocol():
         (100, 8, 4, 4, 5e-5, 200, 24)
     assert (s.lora_r, s.lora_alpha, s.grad_accum) == (16, 32, 8)
     assert s.profile == trainee.QWEN3 and s.profile.max_new_tokens == 128
-    assert s.seed_ranges() == {"train": range(0, 400), "predict": range(500, 524), "eval": range(100_000, 100_200)}
+    # evaluation tasks: 200 unseen ones among the 20 x 200 seeds from 100,000 (heldout.py)
+    assert s.seed_ranges() == {"train": range(0, 400), "predict": range(500, 524), "eval": range(100_000, 104_000)}
+    assert (s.eval_n, s.eval_search, s.min_unseen) == (200, 20, 40)
 
 
 @pytest.mark.parametrize("changes, fragment", [
