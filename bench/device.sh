@@ -14,12 +14,16 @@
 #   start      (none)                     in the background: the proof on SmolLM2 (3 easy families),
 #                                         the catalog screen, and the prompt candidates
 #   wait S     (none)                     waits up to S seconds for them, then copies what they wrote
+#   start22    .whl                       issue 22 in the background: catalog, selection, predictions, a
+#                                         second screen, the proof (after model-1 and model-2)
+#   wait22 S   (none)                     waits up to S seconds, then brings back what it wrote
 #
 # Everything the command measured lands in $OUT; copy it into bench/results/ or examples/.
 set -uo pipefail
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}
 PINNED="PYTHONPATH=/root/tf:/root/site:$PWD"   # requirements.txt's transformers 5.24.0
+PINNED_REPO="PYTHONPATH=/root/tf:/root/site:/root/repo"  # the same, for a copy of the tree that later commands cannot change
 IMAGE="PYTHONPATH=/root/site:$PWD"             # the machine's own transformers 5.17.0
 FAMILIES="products(max_digits=1), chain_sum(max_terms=2, max_digits=1), basic_arithmetic(max_terms=2, max_digits=1, operators=['+', '-'], allow_parentheses=False, allow_negation=False)"
 
@@ -74,5 +78,44 @@ case "${1:?step}" in
       report.html notebooks 2>/dev/null)  # one file: a command brings back only a few
     (cd /root/runs/catalog 2>/dev/null && { cp shortlist.* "$OUT/catalog/"; tar -czf "$OUT/catalog/families.tgz" families; })
     tail -n 5 /root/logs/*.log ;;
+  start22)
+    # issue 22, in the background: the SmolLM2 catalog walked up every curriculum (per-GPU workers), the
+    # selection rule on it (proof/selection.py), the predictions committed for that list, a second screen
+    # of every spec on other prediction seeds, then GRPO on every spec (100 steps, the protocol's)
+    install
+    [ -d /root/smollm2 ] || env $PINNED python3 /root/gguf-to-hf /root/smollm2.gguf /root/smollm2 || exit 1
+    mkdir -p /root/logs /root/repo /root/runs
+    tar --exclude=./.whl --exclude=./.device-model --exclude=./.device -cf - . | tar -xf - -C /root/repo
+    cat > /root/run22.sh <<EOS
+cd /root/repo && export $PINNED_REPO HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
+date +%s > /root/runs/started
+python3 -m shortlist screen --all --levels --trainee smollm2 --model /root/smollm2 --out /root/runs/catalog \\
+  --per-gpu ${CATALOG_PER_GPU:-8} --budget-min ${CATALOG_MIN:-7} > /root/logs/catalog.log 2>&1
+python3 -m proof.selection /root/runs/catalog/shortlist.json --json /root/runs/selection.json \\
+  > /root/runs/families.txt 2> /root/logs/selection.log || exit 1
+python3 -m shortlist screen --trainee smollm2 --model /root/smollm2 --families "\$(cat /root/runs/families.txt)" \\
+  --first-seed 1000 --json /root/runs/second_screen.json > /root/logs/second_screen.log 2>&1 &
+python3 -m proof run --trainee smollm2 --model /root/smollm2 --families "\$(cat /root/runs/families.txt)" \\
+  --out /root/runs/proof --per-gpu ${PROOF_PER_GPU:-8} > /root/logs/proof.log 2>&1
+wait
+date +%s > /root/runs/finished
+EOS
+    setsid nohup bash /root/run22.sh > /root/logs/run22.log 2>&1 &
+    sleep 20; tail -n 3 /root/logs/*.log ;;
+  wait22)
+    # waits up to S seconds, then brings back what the run has written: the catalog, the selection, the
+    # second screen, and the proof's committed predictions, results, notebooks and report (not its
+    # checkpoints or compile cache: over what one command brings back; an unfinished family restarts
+    # its training from its stored evaluation in a later session)
+    end=$((SECONDS + ${2:-540}))
+    while [ ! -f /root/runs/finished ] && [ $SECONDS -lt $end ]; do sleep 10; done
+    [ -f /root/runs/finished ] && echo "run22 finished" || echo "run22 still running after ${SECONDS} s"
+    nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv
+    (cd /root/runs && tar -czf "$OUT/catalog.tgz" --exclude=compile catalog 2>/dev/null)
+    (cd /root/runs && tar -czf "$OUT/proof.tgz" selection.json families.txt second_screen.json started finished \
+       proof/predictions.json proof/predictions.sha256 proof/families proof/notebooks proof/report.html \
+       $(ls -d proof/work/*/before.json 2>/dev/null) 2>/dev/null)
+    tar -czf "$OUT/logs.tgz" -C /root logs
+    ls -la "$OUT"; tail -n 4 /root/logs/*.log ;;
   *) echo "unknown step $1" >&2; exit 2 ;;
 esac

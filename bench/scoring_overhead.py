@@ -1,6 +1,8 @@
 """What sandboxed scoring costs: one GRPO step's 32 answers, in-process vs shortlist's Scorer.
 
     python bench/scoring_overhead.py            # prints a table; commit it under bench/results/
+    python bench/scoring_overhead.py --repeats 8 --hostile   # fewer repeats; then issue 19.10's batches
+    python bench/scoring_overhead.py --leaks-only            # issue 19.7: what an answer leaves behind
 
 In-process is reasoning-gym's own call with each task built once (the best the seed could do);
 ours is the one scoring path of screening, evaluation and the GRPO reward (a fresh confined
@@ -11,8 +13,12 @@ where every fork and teardown lands inside the step.
 """
 from __future__ import annotations
 
+import argparse
+import ctypes
+import json
 import os
 import platform
+import secrets
 import statistics
 import time
 
@@ -24,6 +30,11 @@ from shortlist.scoring import Scorer
 STEP = 32  # answers a GRPO step scores: 4 prompts x 8 completions
 REPEATS = 20
 GAP_S = 1.0  # well under a GRPO step's generation (1.4 s on an H200 for SmolLM2-135M, README)
+# issue 19.10: a batch of 32 answers that all misbehave, through a scorer that evals them: hangs (each
+# cut at the deadline), a memory bomb, an exit, a fork bomb, deep nesting, a disk filler
+HOSTILE = ["9**9**9", "10**10**10", "[x for x in iter(int, 1)]", "' ' * 10**11", "__import__('os')._exit(3)",
+           "(lambda f: [f(f) for _ in range(99)])(lambda f: __import__('os').fork())", "(" * 5000 + ")" * 5000,
+           "exec(\"f = open('fill', 'wb')\\nwhile True: f.write(b'x' * 2**20)\")"]
 
 
 def answers_for(family) -> tuple[list[int], list[str]]:
@@ -45,8 +56,17 @@ def in_process(family, seeds, answers) -> float:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeats", type=int, default=REPEATS)
+    parser.add_argument("--hostile", action="store_true", help="then time issue 19.10's all-hostile batch")
+    parser.add_argument("--leaks-only", action="store_true", help="only measure what an answer leaves behind")
+    args = parser.parse_args()
+    if args.leaks_only:
+        with Scorer() as scorer:
+            leaks(scorer)
+        return
     print(f"# scoring overhead, {platform.processor() or platform.machine()}, {platform.python_version()}, "
-          f"{STEP} answers per step, median of {REPEATS}, load average {os.getloadavg()[0]:.1f} at start")
+          f"{STEP} answers per step, median of {args.repeats}, load average {os.getloadavg()[0]:.1f} at start")
     with Scorer() as scorer:
         print(f"# workers {scorer.settings()['workers']}, sandbox {scorer.confinement}")
         print(f"{'family':22} {'in-process ms/step':>19} {'ours ms/step':>13} {'ours ms/answer':>15} "
@@ -57,7 +77,7 @@ def main() -> None:
             scorer.score(family, seeds, answers)  # builds the tasks, warms the zygote
             scorer.score(family, seeds, answers)  # a family scored again: its processes are forked ahead
             ours, base, back = [], [], []
-            for _ in range(REPEATS):
+            for _ in range(args.repeats):
                 time.sleep(GAP_S)
                 started = time.perf_counter()
                 scorer.score(family, seeds, answers)
@@ -70,6 +90,77 @@ def main() -> None:
             o, b = statistics.median(ours), statistics.median(base)
             print(f"{name:22} {b * 1e3:19.2f} {o * 1e3:13.2f} {o * 1e3 / STEP:15.3f} {(o - b) * 1e6 / STEP:19.1f} "
                   f"{statistics.median(back) * 1e3:21.1f}")
+        if args.hostile:
+            hostile(scorer)
+            leaks(scorer)
+
+
+def hostile(scorer) -> None:
+    """Issue 19.10: 32 honest answers against 32 that all misbehave, in binary_matrix (its scorer evals
+    the answer), at the default deadline; each batch after a warm one, as GRPO's steps come."""
+    family = families.parse("binary_matrix")
+    right = family.task(1)["answer"]
+    batches = {"honest": [right] * STEP, "all hostile": [HOSTILE[i % len(HOSTILE)] for i in range(STEP)],
+               "all hanging": ["9**9**9"] * STEP}  # each cut at the deadline: 32 x 1 s over 2 at once
+    print(f"\n# issue 19.10: {STEP} answers, binary_matrix, deadline {scorer.deadline_s} s, "
+          f"{scorer.workers} answers at once, load average {os.getloadavg()[0]:.1f}")
+    for name, answers in batches.items():
+        scorer.score(family, [1] * STEP, answers)
+        time.sleep(GAP_S)  # the next step's processes are forked meanwhile
+        before = vars(scorer.counts[family.key]).copy()
+        started = time.perf_counter()
+        scores = scorer.score(family, [1] * STEP, answers)
+        spent = time.perf_counter() - started
+        after = vars(scorer.counts[family.key])
+        odd = {k: after[k] - before[k] for k in ("timeouts", "crashes", "exceptions") if after[k] != before[k]}
+        print(f"{name:12} {spent:6.2f} s  mean score {sum(scores) / STEP:.2f}  {odd}")
+
+
+
+# issue 19.7: answers that switch the audit hook off and report through their own reply (all an
+# answer can do), as a score: 1.0 if a 512 MiB SysV segment was made, MiB written / 1024 in 0.9 s
+_REPORT = """import ctypes, json, os, sys, time
+m = sys.modules["shortlist.scoring.zygote"]
+m._REFUSED_EVENTS.clear(); m._REFUSED_PREFIXES = ("#",); m._inside = lambda *a: True
+def report(x):
+    for fd in range(3, 64):
+        try: os.write(fd, json.dumps({"score": float(x), "refused": False}).encode())
+        except OSError: pass
+    os._exit(0)
+"""
+_SHM = """libc = ctypes.CDLL(None)
+libc.shmat.restype = ctypes.c_void_p
+shm = libc.shmget(KEY, 512 << 20, 0o1000 | 0o666)
+if shm >= 0:
+    ctypes.memset(libc.shmat(shm, None, 0), 1, 64 << 20)
+report(shm >= 0)"""
+_FILL = """end, written, n = time.monotonic() + 0.9, 0, 0
+try:
+    while time.monotonic() < end:
+        with open(f"f{n}", "wb") as f:
+            for _ in range(32):
+                f.write(b"x" * (1 << 20)); written += 1
+        n += 1
+except OSError:
+    pass
+report(written / 1024)"""
+
+
+def leaks(scorer) -> None:
+    """What outlives an answer: the SysV shared memory it made (read from this process's IPC
+    namespace once it is gone), and what it wrote to its scratch within its deadline."""
+    key = secrets.randbelow(1 << 30) + 1
+    answers = [f"exec({(_REPORT + body.replace('KEY', str(key)))!r}, {{}})" for body in (_SHM, _FILL)]
+    made, written = scorer.score("binary_matrix", [1, 1], answers)
+    with open("/proc/sysvipc/shm") as f:
+        left = sum(int(line.split()[3]) for line in f.readlines()[1:] if int(line.split()[0]) == key)
+    if left:  # this run's own segment: not left behind on the machine
+        libc = ctypes.CDLL(None)
+        libc.shmctl(libc.shmget(key, 0, 0), 0, None)
+    print(f"\n# issue 19.7, deadline {scorer.deadline_s} s: " + json.dumps(
+        {"shm_segment_made": made == 1.0, "shm_left_after_the_answer_mib": left >> 20,
+         "scratch_written_within_the_deadline_mib": round(written * 1024),
+         "scratch": scorer.confinement.get("scratch"), "ipc_namespace": scorer.confinement.get("ipc_namespace")}))
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@
     python -m proof run --preset smoke --set steps=4 --set lr=1e-3 --families "chain_sum, leg_counting"
     python -m proof run --out results/qwen3 --per-gpu 4      # four families at once on each GPU
     python -m proof run --out results/qwen3 --executor ray --address auto   # on a Ray cluster (README)
+    python -m proof report --out examples/smollm2               # the report again, from the folder alone
 """
 from __future__ import annotations
 
@@ -30,7 +31,17 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                      help=f"override a setting; settings: {', '.join(settings_.names())}")
     placement.add_arguments(run)
+    again = sub.add_parser("report", help="rebuild <out>/report.html from an output folder: no model, no GPU")
+    again.add_argument("--out", required=True, help="a run's output folder (its predictions.json and results)")
     args = ap.parse_args(argv)
+    if args.command == "report":
+        from proof import runner
+        try:
+            print(f"report: {runner.report_again(args.out)}")
+        except (CommitError, SettingsError, RuntimeError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        return 0
     try:  # every bad input is one line, before any model loads
         overrides = dict(settings_.parse_override(item) for item in args.set)
         overrides |= {k: v for k, v in (("families", args.families), ("out", args.out), ("model", args.model),

@@ -1,9 +1,10 @@
 """Commit Shortlist's predictions before any training, and hold training to them.
 
 predictions.json records the trainee (every field, once), the proof's settings and seed ranges,
-a fingerprint of every family's tasks, the analysis declared in advance, the decode engine,
-package versions, the device and the time, and each family's screen and prediction;
-predictions.sha256 holds its digest. verified() refuses, in one line and before any model loads,
+a fingerprint of every family's tasks, each family's held-out evaluation tasks (questions never
+seen in training or screening: heldout.py) and whether the proof can judge the family at all, the
+analysis declared in advance, the decode engine, package versions, the device and the time, and
+each family's screen (its scorer audit included) and prediction; predictions.sha256 holds its digest. verified() refuses, in one line and before any model loads,
 predictions that are missing, altered, or were committed under another trainee or other settings
 than the ones training is asked to use; tasks_verified() refuses tasks that differ from the
 committed ones.
@@ -13,12 +14,13 @@ from __future__ import annotations
 import hashlib
 import json
 
-from proof import analysis, files
+from proof import analysis, files, heldout
 from proof.settings import Settings
 from shortlist import provenance, sources
 from shortlist.errors import OneLine
 
-SCHEMA = 2
+SCHEMA = 3
+READABLE = (2, 3)  # what a report can read: schema 2 has no held-out record or audit (evidence.py measures them)
 
 
 class CommitError(OneLine, RuntimeError):
@@ -33,20 +35,33 @@ def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def task_fingerprints(settings: Settings, family, built: dict | None = None) -> dict:
-    """SHA-256 of the family's tasks in each seed range (built: ranges already built, reused)."""
+def family_tasks(settings: Settings, family, held: heldout.HeldOut | None = None) -> dict:
+    """The family's training, prediction and evaluation tasks: the evaluation tasks chosen unseen
+    (heldout.select) when held is None, else the committed ones rebuilt. Also "heldout": the record."""
     family = sources.parse(family)
-    built = built or {}
-    return {name: sources.fingerprint(built.get(name) or family.tasks(seeds))
-            for name, seeds in settings.seed_ranges().items()}
+    ranges = settings.seed_ranges()
+    built = {name: family.tasks(ranges[name]) for name in ("train", "predict")}
+    if held is None:
+        held, built["eval"] = heldout.select(family, settings, built["train"] + built["predict"])
+    else:
+        built["eval"] = family.tasks(held.seeds)
+    return built | {"heldout": held}
+
+
+def fingerprints(built: dict) -> dict:
+    return {name: sources.fingerprint(built[name]) for name in ("train", "predict", "eval")}
 
 
 def write(settings: Settings, screens: list[dict], model_source: dict, scoring: dict, engine: dict,
-          tasks: dict) -> str:
-    """Write predictions.json, then its SHA-256; returns the digest."""
+          tasks: dict, held: dict) -> str:
+    """Write predictions.json, then its SHA-256; returns the digest. tasks: family key -> fingerprints();
+    held: family key -> its HeldOut record."""
+    judged = {key: _not_judged(settings, next(s for s in screens if s["family"] == key), held[key]) for key in held}
     body = {"schema": SCHEMA, **provenance.stamp(), "model": model_source, "trainee": settings.profile.as_dict(),
             "settings": settings.protocol(), "families": list(settings.families),
-            "seed_ranges": {k: [r.start, r.stop] for k, r in settings.seed_ranges().items()}, "tasks": tasks,
+            "seed_ranges": {k: [r.start, r.stop] for k, r in settings.seed_ranges().items()},
+            "tasks": tasks,
+            "heldout": {key: h.as_dict() for key, h in held.items()}, "not_judged": judged,
             "engine": engine, "scoring": scoring, "analysis": analysis.plan(settings), "predictions": screens}
     data = (json.dumps(body, indent=1, allow_nan=False) + "\n").encode()
     files.write_bytes(files.predictions(settings.out), data)
@@ -54,8 +69,21 @@ def write(settings: Settings, screens: list[dict], model_source: dict, scoring: 
     return digest(data)
 
 
-def committed(out) -> tuple[dict, str]:
-    """The predictions in an output folder and their digest, if they are there and unaltered."""
+def _not_judged(settings: Settings, screen: dict, held: heldout.HeldOut) -> list[str]:
+    """Why the proof cannot judge a family's verdict (committed before training): its reward cannot
+    tell (the audit's verdicts), or too few unseen evaluation questions. Such a family is still
+    trained and reported, as a control, apart from the rule's tally."""
+    why = []
+    if screen["verdict"] in ("unscorable", "guessable"):
+        why.append(f"{screen['verdict']} (ceiling {screen.get('ceiling')}, guess rate {screen.get('guess')} by "
+                   f"{screen.get('guess_answer')})")
+    few = heldout.judgeable(held, settings)
+    return why + ([few] if few else [])
+
+
+def committed(out, readable: tuple = (SCHEMA,)) -> tuple[dict, str]:
+    """The predictions in an output folder and their digest, if they are there and unaltered (and of
+    a schema in readable: training reads only this version's, a report older ones too)."""
     path, hash_path = files.predictions(out), files.predictions_hash(out)
     if not path.exists() or not hash_path.exists():
         raise NotCommitted(f"no committed predictions in {out}: run 01_predict first (python -m proof run does)")
@@ -65,7 +93,7 @@ def committed(out) -> tuple[dict, str]:
         raise CommitError(f"{path} does not match {hash_path.name} (sha256 {digest(data)[:12]}… vs "
                           f"recorded {recorded[:12]}…): the predictions changed after they were committed")
     body = json.loads(data)
-    if body.get("schema") != SCHEMA:
+    if body.get("schema") not in readable:
         raise CommitError(f"{path} has schema {body.get('schema')}, this version reads {SCHEMA}: "
                           f"commit again into another out folder")
     return body, recorded
@@ -88,14 +116,20 @@ def verified(settings: Settings, family: str | None = None) -> tuple[dict, str]:
     return body, recorded
 
 
-def tasks_verified(body: dict, settings: Settings, family, built: dict) -> None:
+def tasks_verified(body: dict, family, built: dict) -> None:
     """Refuse, in one line, tasks that are not the ones the predictions were committed against."""
     key = sources.parse(family).key
-    now = task_fingerprints(settings, key, built)
+    now = fingerprints(built)
     for name, sha in body["tasks"][key].items():
         if now[name] != sha:
             raise CommitError(f"{key}: the {name} tasks built here differ from the committed ones (sha256 "
                               f"{now[name][:12]}… vs {sha[:12]}…); is reasoning-gym another version?")
+
+
+def held_out(body: dict, family: str) -> heldout.HeldOut | None:
+    """The committed evaluation tasks of a family (None in a schema-2 run, which had none)."""
+    record = body.get("heldout", {}).get(sources.parse(family).key)
+    return heldout.HeldOut.from_dict(record) if record else None
 
 
 def prediction_for(body: dict, family: str) -> dict:
@@ -125,13 +159,14 @@ def predict(settings: Settings, log=print) -> tuple[dict, str]:
     files.check_writable(settings.out)
     trainee = settings.profile
     models.check_fits(models.model_config(trainee.model), trainee)
-    tasks = {key: task_fingerprints(settings, key) for key in settings.families}
+    built = {key: family_tasks(settings, key) for key in settings.families}  # the tasks before the model
     compile_cache.use(files.compile_cache(settings.out))  # the families trained after this reuse it
     loaded = sampling.load(trainee.model)
     sampler = sampling.Sampler(loaded, trainee, settings.sample_batch, settings.fast)
     with scoring.Scorer(deadline_s=settings.score_deadline_s) as scorer:
         screens = screening.screen_all(sampler, scorer, settings.families, settings.predict_tasks,
                                        settings.predict_seed, settings.seed, log)
-        sha = write(settings, [s.as_dict() for s in screens], loaded.source, scorer.settings(), engine.status(), tasks)
+        sha = write(settings, [s.as_dict() for s in screens], loaded.source, scorer.settings(), engine.status(),
+                    {key: fingerprints(b) for key, b in built.items()}, {key: b["heldout"] for key, b in built.items()})
     log(f"committed {files.predictions(settings.out)} (sha256 {sha})")
     return verified(settings)

@@ -21,6 +21,38 @@ def start(namespace: dict) -> settings_.Settings:
     # draw widget bars; every progress bar is off in this project, so it would only add noise to each notebook
     warnings.filterwarnings("ignore", message="IProgress not found")
     values = {name: namespace[name] for name in settings_.names() if name in namespace}
-    if isinstance(values.get("out"), str) and not Path(values["out"]).expanduser().is_absolute():
+    out = values.get("out")  # an empty out is refused by make(), not taken for the repository root
+    if isinstance(out, str) and out.strip() and not Path(out).expanduser().is_absolute():
         values["out"] = str(ROOT / values["out"])
     return settings_.make(**values)
+
+
+def keep(settings: settings_.Settings, name: str, family: str | None = None) -> Path | None:
+    """The last cell of 01 and 02: the notebook, as this kernel ran it, saved under the run's folder, so
+    that Run All by hand leaves what the batch leaves and the report's links resolve. A kernel does not
+    see its own notebook file, so this is what it knows: every cell it ran, in order, with each cell's
+    result (tables and figures); printed lines are not kept. The batch's executed notebook, written
+    after the kernel ends, replaces it."""
+    from IPython import get_ipython
+    import nbformat
+
+    from proof import files
+    from shortlist import sources
+    shell = get_ipython()
+    if shell is None:  # not in a kernel
+        return None
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
+    nb.metadata["shortlist"] = {"saved_by": "the kernel (Run All by hand): cells and their results, not printed lines"}
+    results = shell.user_ns.get("Out", {})
+    for number, source in enumerate(shell.user_ns.get("In", [])[1:], start=1):
+        cell = nbformat.v4.new_code_cell(source, execution_count=number)
+        if number in results:
+            data, metadata = shell.display_formatter.format(results[number])
+            cell.outputs = [nbformat.v4.new_output("execute_result", data=data, metadata=metadata,
+                                                   execution_count=number)]
+        nb.cells.append(cell)
+    stem = name if family is None else f"{name}.{sources.parse(family).slug}"
+    dest = files.notebooks(settings.out) / f"{stem}.ipynb"
+    files.write_text(dest, nbformat.writes(nb))
+    return dest

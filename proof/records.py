@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from shortlist.errors import one_line
 
-SCHEMA = 2
+SCHEMA = 3
+READABLE = (2, 3)  # a report reads schema-2 results too (no baselines: evidence.py measures them)
 
 
 class RecordError(ValueError):
@@ -131,12 +132,13 @@ class FamilyResult:
     written_at: str
     versions: dict
     device: dict
+    baselines: dict = field(default_factory=dict)  # audit.constants() on the evaluation tasks, after training
     status: str = "done"
     schema: int = SCHEMA
 
     def __post_init__(self):
         object.__setattr__(self, "reward_curve", tuple(self.reward_curve))
-        _need(self.status == "done" and self.schema == SCHEMA, f"not a schema-{SCHEMA} result")
+        _need(self.status == "done" and self.schema in READABLE, f"not a schema-{SCHEMA} result")
         _need(self.before.seeds == self.after.seeds, "before and after evaluated different tasks")
         _need(set(self.gain) >= {"gain", "ci95", "p"}, "gain lacks gain, ci95 or p")
         d = [a - b for a, b in zip(self.after.scores, self.before.scores)]
@@ -155,7 +157,7 @@ class FamilyResult:
 
     @classmethod
     def from_dict(cls, record: dict) -> "FamilyResult":
-        values = _fields(cls, record, skip=("status", "schema"))
+        values = _fields(cls, record, skip=("status", "schema") + (("baselines",) if record.get("schema") == 2 else ()))
         values |= {"before": Evaluation.from_dict(record["before"]), "after": Evaluation.from_dict(record["after"]),
                    "status": record.get("status"), "schema": record.get("schema")}
         return cls(**values)
@@ -217,7 +219,7 @@ def read(path: Path, sha: str | None = None) -> FamilyResult | Failure | Corrupt
     kind = {"done": FamilyResult, "failed": Failure}.get(record.get("status"))
     if kind is None:
         return Corrupt(str(path), f"unknown status {record.get('status')!r}")
-    if record.get("schema") != SCHEMA:
+    if record.get("schema") not in (READABLE if kind is FamilyResult else (SCHEMA,)):
         return Corrupt(str(path), f"schema {record.get('schema')!r}, this version reads {SCHEMA}: rerun the family")
     try:
         return kind.from_dict(record)

@@ -9,17 +9,18 @@ the headline.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
-from proof import analysis, commit, figures, files, records
+from proof import analysis, commit, evidence, figures, files, records, stats
 from proof.records import Corrupt, FamilyResult, Failure
-from shortlist import page, sources
+from shortlist import page, screening, sources
 from shortlist.trainee import Trainee
 
 DEGENERATE_SHARE = 0.5  # a family whose completions are mostly cut off or repetitive is named above the headline
+TIMEOUT_SHARE = 0.01  # a family whose answers passed the scoring deadline more often than this is named too
 EXAMPLES = 3  # answers shown per family, before and after
 
 
@@ -32,6 +33,7 @@ class Report:
     analyses: dict  # family key -> analysis.family() of its finished result
     across: dict  # analysis.across() of the finished families
     trainee: Trainee  # the committed trainee, read once
+    evidence: dict = field(default_factory=dict)  # family key -> evidence.Evidence
 
     @property
     def settings(self) -> dict:
@@ -44,18 +46,50 @@ class Report:
         return [self.results[k] for k in self.body["families"] if isinstance(self.results.get(k), FamilyResult)]
 
 
-def load(out) -> Report:
-    """Predictions (hash checked) and every result that was made against them, validated."""
-    body, sha = commit.committed(out)
+def load(out, scorer=None) -> Report:
+    """Predictions (hash checked) and every result that was made against them, validated and checked
+    against the committed predictions; what a run did not record (an older run) is measured with a
+    Scorer (one is started here if none is given)."""
+    body, sha = commit.committed(out, commit.READABLE)
     results = {}
     for key in body["families"]:
         result = records.read(files.result(out, sources.parse(key).slug), sha)
+        if isinstance(result, FamilyResult):
+            result = recomputed(result, body, files.result(out, result.slug))
         if result is not None:
             results[key] = result
     done = [results[k] for k in body["families"] if isinstance(results.get(k), FamilyResult)]
-    analyses = {r.family: analysis.family(r, body["settings"]) for r in done}
+    needs_scorer = "heldout" not in body or any(not r.baselines for r in done)
+    if needs_scorer and scorer is None:
+        from shortlist.scoring import Scorer
+        with Scorer(deadline_s=body["settings"]["score_deadline_s"]) as own:
+            found = evidence.gather(body, results, own)
+    else:
+        found = evidence.gather(body, results, scorer)
+    analyses = {r.family: analysis.family(r, body["settings"], found[r.family]) for r in done}
     across = analysis.across(body["predictions"], done, [analyses[r.family] for r in done], body["trainee"])
-    return Report(Path(out), body, sha, results, analyses, across, Trainee.from_dict(body["trainee"]))
+    return Report(Path(out), body, sha, results, analyses, across, Trainee.from_dict(body["trainee"]), found)
+
+
+def recomputed(result: FamilyResult, body: dict, path) -> FamilyResult | Corrupt:
+    """The result, if everything in it that can be recomputed from its per-task scores and the committed
+    predictions agrees: its gain, interval and p (the seed's bootstrap again), improved, held, and its
+    prediction, settings and trainee as committed. A record that disagrees was edited or made elsewhere."""
+    s = body["settings"]
+    again = stats.paired_gain(result.before.scores, result.after.scores, s["bootstrap_n"])
+    why = []
+    if again != result.gain:
+        why.append(f"its gain/ci95/p ({result.gain}) disagree with its scores ({again})")
+    if result.improved != stats.improved(again, s["alpha"]):
+        why.append("improved disagrees with its scores")
+    committed_prediction = commit.prediction_for(body, result.family)
+    if result.prediction != committed_prediction:
+        why.append("its prediction is not the committed one")
+    if result.held != (stats.improved(again, s["alpha"]) == (committed_prediction["prediction"] == "improves")):
+        why.append("held disagrees with the committed prediction")
+    if result.settings != s or result.trainee != body["trainee"]:
+        why.append("its settings or trainee are not the committed ones")
+    return Corrupt(str(path), "; ".join(why)) if why else result
 
 
 def status(report: Report, key: str) -> str:
@@ -76,57 +110,138 @@ def banner(report: Report) -> str | None:
              for name in ("steps", "eval_n", "predict_tasks") if s[name] < DEFAULTS[name] / 2]
     parts = []
     if report.trainee.model == "tiny":
-        parts.append("It was made with the offline **tiny** test model (0.2 M parameters), so its numbers exercise "
-                     "the pipeline and say nothing about any real model.")
+        parts.append(page.TINY)
     if small:
         parts.append("Its settings are far below the protocol's: " + ", ".join(small) + ".")
-    return ("**This is a smoke run, not a finding.** " + " ".join(parts)) if parts else None
+    return (f"{page.SMOKE} " + " ".join(parts)) if parts else None
+
+
+def measured_here(report: Report) -> str | None:
+    """A run made before held-out meant unseen says that what it did not record was measured now."""
+    what = sorted({m for e in report.evidence.values() for m in e.measured})
+    if not what:
+        return None
+    return (f"**This run was made before held-out meant unseen and before the scorer audit.** Measured now, "
+            f"from its committed tasks and saved answers ({', '.join(what)}): it is judged on its unseen "
+            f"evaluation tasks only, by the rules this version commits before training.")
 
 
 def warnings(report: Report) -> list[str]:
-    """Everything that could make the numbers wrong, one line each, for above the headline."""
+    """Everything that could make the numbers wrong, for above the headline: one line per family (all
+    of its degenerate shares together), then the run-wide ones."""
     out = []
     engines = [("predictions (01)", report.body.get("engine", {}))] + [
         (f"{r.family} ({phase})", e) for r in report.done() for phase, e in r.engine.items()]
     for where, e in engines:
-        if e.get("checks") and any(c["identical_rows"] != c["rows"] for c in e["checks"]):
+        if e.get("checks") and any(not c.get("passed", c["identical_rows"] == c["rows"]) for c in e["checks"]):
             out.append(f"The fast decode engine disagreed with generate() in {where} and stepped aside: {e.get('why')}.")
         elif e.get("engine") == "generate" and e.get("why") and "transformers" in e["why"]:
             out.append(f"The fast decode engine was not used in {where}: {e['why']}.")
+    by_family: dict[str, list[str]] = {}
     for p in report.body["predictions"]:
         for what, share in (("cut at max_new_tokens", p.get("clipped", 0)),
                             ("dominated by one repeated token", p.get("repetitive", 0))):
             if share > DEGENERATE_SHARE:
-                out.append(f"{p['family']}: {share:.0%} of the screening samples were {what}.")
+                by_family.setdefault(p["family"], []).append(f"{share:.0%} of the screening samples were {what}")
     for r in report.done():
         for part, e in (("before", r.before), ("after", r.after)):
             for what, share in (("cut at max_new_tokens", e.clipped_share),
                                 ("dominated by one repeated token", e.repetitive_share)):
                 if share > DEGENERATE_SHARE:
-                    out.append(f"{r.family}: {share:.0%} of the greedy answers {part} training were {what}.")
+                    by_family.setdefault(r.family, []).append(f"{share:.0%} of the greedy answers {part} training "
+                                                              f"were {what}")
+        a = report.analyses[r.family]
+        if a["learning"] == "collapsed":
+            c = a["constant"]
+            by_family.setdefault(r.family, []).append(
+                f"its gain is collapse, not learning: {a['distinct_answers']:.0%} of its answers after "
+                f"training are distinct, and the constant answer {c['answer']} scores {c['mean']:.3f} "
+                f"(accuracy {c['accuracy']:.3f}) against the trained model's {r.after.mean_score:.3f} "
+                f"({r.after.accuracy:.3f}); it is not counted among the rule's held predictions")
+    for key in report.body["families"]:
+        counts = _scoring_counts(report, key)
+        if counts["answers"] and counts["timeouts"] / counts["answers"] > TIMEOUT_SHARE:
+            by_family.setdefault(key, []).append(
+                f"{counts['timeouts']} of {counts['answers']} answers ({counts['timeouts'] / counts['answers']:.1%}) "
+                f"passed the scoring deadline of {report.settings['score_deadline_s']} s and scored 0")
+    out += [f"{key}: " + "; ".join(parts) + "." for key, parts in by_family.items()]
     for key, result in report.results.items():
         if isinstance(result, Corrupt):
             out.append(f"{key}: its result file is corrupt ({result.reason}); it is left out of every table.")
     return out
 
 
-def headline(report: Report) -> str:
-    """How many predictions held, and how many of the gains were real learning, in plain words."""
-    done = report.done()
-    held = sum(r.held for r in done)
-    raised = [r for r in done if r.improved]
-    real = sum(report.analyses[r.family]["learning"] == "accuracy" for r in raised)
-    if raised:
-        gains = (f"and of the {len(raised)} significant gains GRPO made, {real} were real learning (more correct "
-                 f"answers) and {len(raised) - real} were partial credit only")
+def family_line(report: Report, key: str) -> str:
+    """One sentence: the verdict, the outcome on unseen questions, and what the outcome was."""
+    p, e = report.prediction(key), report.evidence.get(key)
+    said = f"**{key}**: predicted *{p['prediction']}* ({p['verdict']})"
+    result = report.results.get(key)
+    if not isinstance(result, FamilyResult):
+        return f"{said}; {status(report, key)}."
+    a = report.analyses[key]
+    if not a["unseen"]:
+        return f"{said}; every evaluation task repeats a seen question: nothing to judge on."
+    acc = a["accuracy_gain"]
+    outcome = (f"accuracy {_accuracy(result, e, 'before'):.3f} → {_accuracy(result, e, 'after'):.3f} "
+               f"({acc['gain']:+.3f}), mean score gain {a['gain']['gain']:+.3f} (p {_p_text(a['gain']['p'], report)}) "
+               f"on {a['unseen']} unseen questions ({a['distinct']} distinct)")
+    label = {"accuracy": "real learning", "partial credit only": "partial credit only", "collapsed": "collapsed",
+             "none": "no significant gain"}[a["learning"]]
+    if a["not_judged"]:
+        verdict = "not judged: " + "; ".join(a["not_judged"])
+    elif a["learning"] == "collapsed":
+        verdict = "not judged: collapsed"
     else:
-        gains = "and GRPO made no significant gain on any of them"
-    text = f"**The rule held on {held} of {len(done)} families**, {gains}."
-    kept = [report.analyses[r.family]["judgement"] for r in done if r.prediction["prediction"] == "no change" and r.held]
+        verdict = "held" if a["held"] else "did not hold"
+    return f"{said}; {outcome}; {label}; {verdict}."
+
+
+def _accuracy(result: FamilyResult, e, part: str) -> float:
+    scores = getattr(result, part).scores
+    keep = [s for s, u in zip(scores, e.unseen if e else [True] * len(scores)) if u]
+    return sum(s >= 1.0 for s in keep) / len(keep) if keep else 0.0
+
+
+def _p_text(p: float, report: Report) -> str:
+    return _p(report.settings["bootstrap_n"])(p).replace("&lt;", "<")
+
+
+def headline(report: Report) -> str:
+    """The rule's accuracy on the families the proof can judge, against the simpler rules, and what the
+    evidence can and cannot show; the families it cannot judge, named."""
+    done, a = report.done(), report.analyses
+    judged = report.across["judged"]
+    held = sum(a[k]["held"] for k in judged)
+    c = report.across["confusion"]
+    if judged:
+        text = (f"**The rule held on {held} of {len(judged)} judged families** (accuracy {c['accuracy']:.2f}, "
+                f"Wilson 95% CI {c['ci95'][0]:.2f}–{c['ci95'][1]:.2f}).")
+    else:
+        text = f"**The rule held on 0 of 0 judged families**: no family could be judged."
+    raised = [r for r in done if a[r.family]["improved"]]
+    real = sum(a[r.family]["learning"] == "accuracy" for r in raised)
+    collapsed = sum(a[r.family]["learning"] == "collapsed" for r in raised)
+    if raised:
+        text += (f" Of the {len(raised)} significant gains GRPO made, {real} were real learning (more correct "
+                 f"answers than before and than any constant answer), {len(raised) - real - collapsed} were partial "
+                 f"credit only and {collapsed} were collapse.")
+    else:
+        text += " GRPO made no significant gain on any family."
+    kept = [a[k]["judgement"] for k in judged if report.prediction(k)["prediction"] == "no change" and a[k]["held"]]
     if kept:
         text += (f" Among the \"no change\" predictions that held: {sum('equivalent' in j for j in kept)} shown to be "
                  f"no change within ±{report.settings['equivalence_margin']}, "
                  f"{sum('inconclusive' in j for j in kept)} inconclusive.")
+    for row in report.across["rules"][1:]:
+        if row["disagree"] == 0:
+            text += f" The rule and '{row['rule']}' disagree on 0 families: this run cannot tell them apart."
+    never = report.across["never"]
+    if never:
+        text += (f" No family was predicted {' or '.join(repr(v) for v in never)}, so this run cannot test "
+                 f"{'that threshold' if len(never) == 1 else 'those thresholds'}.")
+    apart = [r.family for r in done if r.family not in judged]
+    if apart:
+        text += f" Trained but not judged ({len(apart)}): " + ", ".join(f"{k} ({_why_not(a[k])})" for k in apart) + "."
     counts = {}
     for key in report.body["families"]:
         word = status(report, key).split(":")[0]
@@ -136,20 +251,22 @@ def headline(report: Report) -> str:
     return text + (f" ({extra}.)" if extra else "")
 
 
+def _why_not(a: dict) -> str:
+    if a["not_judged"]:
+        return "; ".join(w.split(" (")[0] if w.startswith(("unscorable", "guessable")) else "too few unseen questions"
+                         for w in a["not_judged"])
+    return "collapsed" if a["learning"] == "collapsed" else "no unseen questions"
+
+
 def top(report: Report):
-    """What goes above everything, as HTML: the banner and the warnings in boxes, then the headline."""
-    import html
-    import re
-
+    """What goes above everything, as HTML: the banner and the warnings in boxes, the headline, then
+    one line per family."""
     from IPython.display import HTML
-
-    def markup(text: str) -> str:
-        return re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", html.escape(text, quote=False))
-    box = ('<div class="shortlist-{kind}" style="background:{bg};border-left:6px solid {edge};padding:0.6rem 1rem;'
-           'margin:0.6rem 0">{text}</div>')
-    parts = [box.format(kind="banner", bg="#fff3cd", edge="#e0a800", text=markup(b)) for b in [banner(report)] if b]
-    parts += [box.format(kind="warning", bg="#f8d7da", edge="#b02a37", text="⚠ " + markup(w)) for w in warnings(report)]
-    return HTML("".join(parts) + f'<p class="shortlist-headline">{markup(headline(report))}</p>')
+    parts = [page.box("banner", b) for b in [banner(report), measured_here(report)] if b]
+    parts += [page.box("warning", w) for w in warnings(report)]
+    lines = "".join(f"<li>{page.markup(family_line(report, k))}</li>" for k in report.body["families"])
+    return HTML("".join(parts) + f'<p class="shortlist-headline">{page.markup(headline(report))}</p>'
+                f'<ul class="shortlist-families">{lines}</ul>')
 
 
 def caption(report: Report, section: str) -> str:
@@ -162,10 +279,27 @@ def caption(report: Report, section: str) -> str:
                        f"{t.temperature}, at most {t.max_new_tokens} new tokens). *Signal* is the share of tasks whose "
                        f"samples disagree: on the raw reward (partial credit included) and on correctness; the rule "
                        f"reads the latter. *Clipped*: cut at max_new_tokens.",
-        "outcomes": f"Greedy answers to the same {n} held-out tasks (seeds {s['eval_seed']}..{s['eval_seed'] + n - 1}) "
-                    f"before and after {s['steps']} GRPO steps. The seed's analysis, unchanged: a paired bootstrap "
-                    f"({s['bootstrap_n']:,} resamples) on the mean score per task; *improved* when p ≤ {s['alpha']} and "
-                    f"the gain is positive; *held* when that matches the prediction.",
+        "outcomes": (f"Greedy answers to the same {n} held-out tasks before and after {s['steps']} GRPO steps: the "
+                     f"first {n} seeds from {s['eval_seed']} whose question was in neither the training nor the "
+                     f"prediction tasks. " if "heldout" in report.body else
+                     f"Greedy answers to the same {n} tasks before and after {s['steps']} GRPO steps, as this run "
+                     f"recorded them: seeds {s['eval_seed']}..{s['eval_seed'] + n - 1}, held out by number only, so "
+                     f"many repeat training questions (the next table keeps the unseen ones, which the judgement "
+                     f"rests on). ") +
+                    f"The seed's analysis, unchanged: a paired bootstrap ({s['bootstrap_n']:,} resamples) on the mean "
+                    f"score per task; *improved* when p ≤ {s['alpha']} and the gain is positive; *held* when that "
+                    f"matches the prediction.",
+        "audit": f"Before any model is asked: the *ceiling* is the share of the {s['predict_tasks']} prediction tasks "
+                 f"whose gold answer, written as the trainee is asked to write answers and read back by its "
+                 f"extraction ({t.extraction}), scores 1 (below {t.ceiling_min}: *unscorable*); the *guess rate* is "
+                 f"the best share of full scores over answers that say nothing of the question (empty, 0, 1, 2, -1, "
+                 f"True, False, yes, no, the most frequent gold answer, another task's answer); at {t.guess_min} or "
+                 f"more and at least pass@1 the family is *guessable*. Neither is judged by the rule: they are trained "
+                 f"and reported apart. After training, the best constant answer on the evaluation tasks is what a "
+                 f"gain must beat to count as learning.",
+        "heldout": f"Each result rests on its unseen evaluation questions; families with fewer than "
+                   f"{s.get('min_unseen', 40)} distinct ones are not judged. The last columns count each distinct "
+                   f"question once (the mean of its tasks), resampled with the same bootstrap.",
         "learning": f"The same bootstrap on accuracy (score ≥ 1). **partial credit only** means the score rose while "
                     f"the share of correct answers did not. *judged* also applies the equivalence test below to "
                     f"\"no change\" predictions.",
@@ -179,8 +313,10 @@ def caption(report: Report, section: str) -> str:
         "runs": "Wall time of each family's parts, and the decode engine each used.",
         "curves": f"Per logged step ({s['logging_steps']}): the mean reward, the share of groups whose {t.group} "
                   f"rewards were all equal (no gradient), and the share of completions cut at max_new_tokens.",
-        "rules": "Each rule predicts *improves* or *no change* from the same screens; a hit is a prediction that "
-                 "matches the seed's *improved* (and, in the last column, a significant gain in accuracy).",
+        "rules": "Each rule predicts *improves* or *no change* from the same screens of the judged families; a hit "
+                 "is a prediction that matches the seed's *improved* on unseen questions (and, in *hits on accuracy*, "
+                 "a significant gain in accuracy). Where a rule and Shortlist's disagree, the exact McNemar test "
+                 "compares the families only one of them got right.",
         "correlations": "Spearman's ρ between each screening signal and the measured gain, across families.",
     }[section]
 
@@ -194,15 +330,19 @@ def _table(rows: list[dict], formats: dict):
             .format({k: v for k, v in formats.items() if k in frame}, na_rep="–", escape="html").hide(axis="index"))
 
 
+SHOWN = ("pass1", "passk", "mean", "signal_raw", "signal_correct", "learnability", "extracted", "clipped", "ceiling",
+         "guess")  # the screen's columns the predictions table shows (screening.METRICS spells them)
+
+
 def predictions_table(body: dict):
     """The committed screens (01 shows it from predictions.json, 03 from the report)."""
     k = body["trainee"]["group"]
-    rows = [{"family": p["family"], "pass@1": p["pass1"], f"pass@{k}": p["passk"], "mean score": p["mean"],
-             "signal (raw)": p["signal_raw"], "signal (correct)": p["signal_correct"], "mean p(1−p)": p["learnability"],
-             "extracted": p["extracted"], "clipped": p.get("clipped"), "verdict": p["verdict"],
-             "prediction": p["prediction"]} for p in body["predictions"]]
-    return _table(rows, {c: "{:.2f}" for c in ("pass@1", f"pass@{k}", "signal (raw)", "signal (correct)", "extracted",
-                                               "clipped")} | {"mean score": "{:.3f}", "mean p(1−p)": "{:.3f}"})
+    not_judged = body.get("not_judged", {})
+    rows = [{"family": p["family"], **screening.labelled(p | {f: p.get(f) for f in SHOWN}, SHOWN),
+             "verdict": p["verdict"], "prediction": p["prediction"],
+             "judged": "no: " + "; ".join(not_judged[p["family"]]) if not_judged.get(p["family"]) else
+             "yes" if p["family"] in not_judged else "–"} for p in body["predictions"]]
+    return _table(rows, screening.formats(k, SHOWN))
 
 
 def _p(resamples: int, adjusted_for: int = 1):
@@ -226,8 +366,11 @@ def _arrow(before, after, fmt="{:.3f}") -> str:
     return f"{fmt.format(before)} → {fmt.format(after)}"
 
 
-def _ci(g: dict) -> str:
-    return f"{g['gain']:+.3f} [{g['ci95'][0]:+.3f}, {g['ci95'][1]:+.3f}]"
+def _ci(g: dict | None) -> str:
+    return "–" if g is None else f"{g['gain']:+.3f} [{g['ci95'][0]:+.3f}, {g['ci95'][1]:+.3f}]"
+
+
+COUNT = "{:.0f}"  # counts stay integers where a missing row makes pandas hold a column as floats
 
 
 def outcome_row(report: Report, key: str) -> dict:
@@ -239,7 +382,7 @@ def outcome_row(report: Report, key: str) -> dict:
     b, a = result.before, result.after
     return row | {"held-out tasks": b.n, "accuracy": _arrow(b.accuracy, a.accuracy),
                   "mean score": _arrow(b.mean_score, a.mean_score), "gain [95% CI]": _ci(result.gain),
-                  "p": result.gain["p"], "p (Holm)": report.across["holm"]["score"][report.done().index(result)],
+                  "p": result.gain["p"], "p (Holm)": report.across["holm"]["recorded"][report.done().index(result)],
                   "improved": "yes" if result.improved else "no", "held": "yes" if result.held else "no",
                   "status": "done"}
 
@@ -247,7 +390,41 @@ def outcome_row(report: Report, key: str) -> dict:
 def outcomes_table(report: Report):
     n = report.settings["bootstrap_n"]
     return _table([outcome_row(report, k) for k in report.body["families"]],
-                  {"p": _p(n), "p (Holm)": _p(n, len(report.done()))})
+                  {"p": _p(n), "p (Holm)": _p(n, len(report.done())), "held-out tasks": COUNT})
+
+
+def audit_table(report: Report):
+    """What the reward pays before any model is asked: the ceiling and the guess rate of each family,
+    beside the model's own pass@1, and what a constant answer earns on the evaluation tasks."""
+    rows = []
+    for key in report.body["families"]:
+        p, e = report.prediction(key), report.evidence[key]
+        result = report.results.get(key)
+        cf = e.baselines.get("content_free") if e.baselines else None
+        rows.append({"family": key, "verdict": p["verdict"], "ceiling": e.ceiling, "guess rate": e.guess["accuracy"],
+                     "by": e.guess["answer"], "pass@1": p["pass1"],
+                     "best constant on evaluation": cf["accuracy"] if cf else None, "which": cf["answer"] if cf else None,
+                     "accuracy after": result.after.accuracy if isinstance(result, FamilyResult) else None,
+                     "judged": "no: " + "; ".join(e.not_judged) if e.not_judged else "yes",
+                     "measured": "now" if "audit" in e.measured else "before predicting"})
+    return _table(rows, {c: "{:.2f}" for c in ("ceiling", "guess rate", "pass@1", "best constant on evaluation")}
+                  | {"accuracy after": "{:.3f}"})
+
+
+def heldout_table(report: Report):
+    """What each result rests on: how many evaluation questions were unseen and distinct, and the gain
+    counted once per distinct question."""
+    rows = []
+    for r in report.done():
+        a, e = report.analyses[r.family], report.evidence[r.family]
+        rows.append({"family": r.family, "evaluation tasks": r.before.n, "unseen": a["unseen"],
+                     "distinct unseen questions": a["distinct"], "seeds skipped as seen": e.skipped,
+                     "gain in score, unseen [95% CI]": _ci(a["gain"]),
+                     "gain per distinct question [95% CI]": _ci(a["by_question"]),
+                     "p per question": a["by_question"]["p"] if a["by_question"] else None})
+    n = report.settings["bootstrap_n"]
+    return _table(rows, {"evaluation tasks": COUNT, "unseen": COUNT, "distinct unseen questions": COUNT,
+                         "seeds skipped as seen": COUNT, "p per question": _p(n)})
 
 
 def learning_table(report: Report):
@@ -255,12 +432,18 @@ def learning_table(report: Report):
     rows = []
     for i, r in enumerate(report.done()):
         a = report.analyses[r.family]
-        rows.append({"family": r.family, "prediction": r.prediction["prediction"], "held-out tasks": r.before.n,
-                     "gain in score": _ci(r.gain), "gain in accuracy [95% CI]": _ci(a["accuracy_gain"]),
-                     "p": a["accuracy_gain"]["p"], "p (Holm)": report.across["holm"]["accuracy"][i],
+        c = a["constant"]
+        rows.append({"family": r.family, "prediction": r.prediction["prediction"], "unseen tasks": a["unseen"],
+                     "gain in score": _ci(a["gain"]), "gain in accuracy [95% CI]": _ci(a["accuracy_gain"]),
+                     "p": a["accuracy_gain"]["p"] if a["accuracy_gain"] else None,
+                     "p (Holm)": report.across["holm"]["accuracy"][i],
+                     "accuracy after": r.after.accuracy, "best constant answer": c["answer"] if c else None,
+                     "its accuracy": c["accuracy"] if c else None,
+                     "distinct answers after": a["distinct_answers"],
                      "learning": a["learning"], "judged": a["judgement"]})
     n = report.settings["bootstrap_n"]
-    return _table(rows, {"p": _p(n), "p (Holm)": _p(n, len(report.done()))})
+    return _table(rows, {"p": _p(n), "p (Holm)": _p(n, len(report.done())), "unseen tasks": COUNT,
+                         "accuracy after": "{:.3f}", "its accuracy": "{:.3f}", "distinct answers after": "{:.2f}"})
 
 
 def format_table(report: Report):
@@ -280,13 +463,14 @@ def equivalence_table(report: Report):
     rows = []
     for r in report.done():
         a = report.analyses[r.family]
-        rows.append({"family": r.family, "prediction": r.prediction["prediction"], "held-out tasks": r.before.n,
-                     "gain [95% CI]": _ci(r.gain), f"TOST p (±{margin})": a["equivalence"]["p"],
-                     "equivalent": "yes" if a["equivalence"]["equivalent"] else "no",
+        eq = a["equivalence"] or {"p": None, "equivalent": False}
+        rows.append({"family": r.family, "prediction": r.prediction["prediction"], "unseen tasks": a["unseen"],
+                     "gain [95% CI]": _ci(a["gain"]), f"TOST p (±{margin})": eq["p"],
+                     "equivalent": "yes" if eq["equivalent"] else "no",
                      "SD of differences": a["difference_sd"], "detectable gain (80% power)": a["mde"],
                      "judged": a["judgement"]})
     return _table(rows, {f"TOST p (±{margin})": _p(report.settings["bootstrap_n"]), "SD of differences": "{:.3f}",
-                         "detectable gain (80% power)": "{:.3f}"})
+                         "detectable gain (80% power)": "{:.3f}", "unseen tasks": COUNT})
 
 
 def _clip(text: str | None, width: int = 90) -> str:
@@ -329,12 +513,42 @@ def runs_table(report: Report):
 
 
 def rules_table(report: Report):
-    """Shortlist's rule against simpler ones, on the same families."""
-    rows = [{"rule": r["rule"], "predicted improves": r["predicted improves"], "hits": f"{r['hits']} of {r['of']}",
-             "hit rate [95% CI]": f"{r['hit rate']:.2f} [{r['ci95'][0]:.2f}, {r['ci95'][1]:.2f}]"
-             if r["hit rate"] is not None else None, "hits on accuracy": f"{r['hits on accuracy']} of {r['of']}"}
-            for r in report.across["rules"]]
-    return _table(rows, {})
+    """Shortlist's rule against simpler ones, on the same (judged) families, with the exact paired test."""
+    rows = []
+    for r in report.across["rules"]:
+        m = r.get("mcnemar")
+        rows.append({"rule": r["rule"], "predicted improves": r["predicted improves"], "hits": f"{r['hits']} of {r['of']}",
+                     "hit rate [95% CI]": f"{r['hit rate']:.2f} [{r['ci95'][0]:.2f}, {r['ci95'][1]:.2f}]"
+                     if r["hit rate"] is not None else None, "hits on accuracy": f"{r['hits on accuracy']} of {r['of']}",
+                     "disagrees with the rule on": r.get("disagree"),
+                     "only the rule right / only this one": f"{m['only_first']} / {m['only_second']}" if m else None,
+                     "McNemar p (exact)": m["p"] if m else None})
+    return _table(rows, {"McNemar p (exact)": "{:.3f}", "disagrees with the rule on": COUNT})
+
+
+def rules_text(report: Report) -> str:
+    """What the comparison can and cannot show, in words."""
+    judged = report.across["judged"]
+    lines = [f"The comparison rests on {len(judged)} judged "
+             f"{'family' if len(judged) == 1 else 'families'} (unscorable, guessable, collapsed families and those "
+             f"short of unseen questions are left out)."]
+    for r in report.across["rules"][1:]:
+        m = r["mcnemar"]
+        if not r["disagree"]:
+            lines.append(f"The rule and '{r['rule']}' disagree on 0 families: this run cannot tell them apart.")
+        elif m["discordant"] == 0:
+            lines.append(f"The rule and '{r['rule']}' disagree on {r['disagree']} families but are right on the "
+                         f"same ones: no evidence either way.")
+        else:
+            better = "the rule" if m["only_first"] > m["only_second"] else f"'{r['rule']}'" \
+                if m["only_second"] > m["only_first"] else "neither"
+            lines.append(f"Against '{r['rule']}': {m['only_first']} families only the rule got right, "
+                         f"{m['only_second']} only it did; {better} does better here, exact McNemar p {m['p']:.3f}"
+                         + (" (not significant)" if m["p"] > report.settings["alpha"] else "") + ".")
+    if report.across["never"]:
+        lines.append(f"No family was predicted {' or '.join(repr(v) for v in report.across['never'])}: those "
+                     f"verdicts were not tested.")
+    return " ".join(lines)
 
 
 def confusion_table(report: Report):
@@ -375,19 +589,23 @@ def correlations_section(report: Report) -> list:
     return [Markdown(caption(report, "correlations")), correlations_table(report), figures.show(scatter_figure(report))]
 
 
+SCORING = ("answers", "unextracted", "timeouts", "crashes", "exceptions", "non_finite", "clamped", "refused")
+
+
+def _scoring_counts(report: Report, key: str) -> dict:
+    """What the scorer did with a family's answers, screening and training together."""
+    counts = dict.fromkeys(SCORING, 0)
+    result = report.results.get(key)
+    for part in (report.prediction(key).get("scoring", {}), result.scoring if isinstance(result, FamilyResult) else {}):
+        for c in SCORING:
+            counts[c] += part.get(c, 0)
+    return counts
+
+
 def scoring_table(report: Report):
     """How the reward itself behaved: the scorer's oddities per family, screening and training together."""
-    columns = ("answers", "unextracted", "timeouts", "crashes", "exceptions", "non_finite", "clamped", "refused")
-    rows = []
-    for key in report.body["families"]:
-        counts = dict.fromkeys(columns, 0)
-        result = report.results.get(key)
-        for part in (report.prediction(key).get("scoring", {}),
-                     result.scoring if isinstance(result, FamilyResult) else {}):
-            for c in columns:
-                counts[c] += part.get(c, 0)
-        rows.append({"family": key, **{c.replace("_", "-"): counts[c] for c in columns}})
-    return _table(rows, {})
+    return _table([{"family": key, **{c.replace("_", "-"): v for c, v in _scoring_counts(report, key).items()}}
+                   for key in report.body["families"]], {})
 
 
 def plan_table(report: Report):
@@ -406,8 +624,17 @@ def family_summary(result: FamilyResult):
 
 
 def _engine_text(e: dict) -> str:
-    checks = "; ".join(f"{c['identical_rows']}/{c['rows']} rows identical over {c['tokens']} tokens "
-                       f"({c['seconds']:.1f} s)" for c in e.get("checks", []))
+    def one(c: dict) -> str:
+        text = f"{c['identical_rows']}/{c['rows']} rows identical over {c['tokens']} tokens"
+        if c.get("tied_rows"):
+            gaps = [t["gap"] for t in c.get("ties", []) if t.get("gap") is not None]
+            text += f", {c['tied_rows']} at fp32 near-ties" + (f" (largest gap {max(gaps):.2g})" if gaps else "")
+        if c.get("differing_rows"):
+            text += f", {c['differing_rows']} differing"
+        if c.get("max_drift") is not None:
+            text += f", drift {c['max_drift']:.1e} of the logit scale (tie margin {c.get('tie_margin_relative', 0):.1e})"
+        return text + f" ({c['seconds']:.1f} s)"
+    checks = "; ".join(one(c) for c in e.get("checks", []))
     return f"{e.get('engine', '?')}" + (f" ({e['why']})" if e.get("why") else "") + (f"; self-check {checks}" if checks else "")
 
 
@@ -438,7 +665,9 @@ def notebook_links(report: Report) -> str:
     for key in report.body["families"]:
         items.append((key, f"notebooks/02_train_family.{sources.parse(key).slug}.ipynb", status(report, key)))
     items.append(("03_report", "notebooks/03_report.ipynb", "this report"))
-    return "<ul>" + "".join(f'<li><a href="{href}">{name}</a> — {what}</li>' for name, href, what in items) + "</ul>"
+    from html import escape  # a family key, a slug and a corrupt record's reason are text, never markup
+    return "<ul>" + "".join(f'<li><a href="{escape(href)}">{escape(name)}</a> — {escape(what)}</li>'
+                            for name, href, what in items) + "</ul>"
 
 
 # --- figures ------------------------------------------------------------------------------------

@@ -54,6 +54,18 @@ def build_report(settings: Settings, sha: str, notebook: Path = Notebooks.report
     return report.render(dest, files.report(settings.out))
 
 
+def report_again(out) -> Path:
+    """report.html rebuilt from an output folder alone, under the settings and trainee it committed (an
+    older run's too: what it did not record is measured, without a model)."""
+    from proof import settings as settings_
+    out = str(Path(out).resolve())
+    body, sha = commit.committed(out, commit.READABLE)
+    known = set(settings_.names())
+    settings = settings_.make(**{k: v for k, v in body["settings"].items() if k in known},
+                              families=body["families"], trainee=body["trainee"], out=out)
+    return build_report(settings, sha)
+
+
 def publish(settings: Settings, enabled: bool = True) -> Path | None:
     """03's last cell: Run All by hand ends in the report.html the batch would have written."""
     if not enabled:  # the batch's own headless run of 03: build_report renders it afterwards
@@ -109,11 +121,13 @@ def finish(ran: placement.Ran, dest: Path) -> str | None:
     why = ran.why if ran.rc is None else f"papermill exited with {ran.rc}" if ran.rc else None
     try:
         nb = nbformat.read(partial, as_version=4)
-    except (OSError, ValueError):  # absent, or cut short where a lost worker had sent only part of it
-        partial.unlink(missing_ok=True)
+    except OSError:  # absent: the job never reached papermill, or its worker was lost with the notebook
         return why if ran.rc is None else f"papermill could not start {ran.job.name} (exit {ran.rc})"
+    except ValueError:  # cut short: a lost worker sent only part of it, or papermill could not write it (a full disk)
+        partial.unlink(missing_ok=True)
+        return why or f"papermill could not write {partial.name} whole"
     reason = failure(nb) or why
-    files.write_text(dest, nbformat.writes(nb))
+    files.write_text(dest, nbformat.writes(nb))  # on a full disk, one line (shortlist.output.DiskFull)
     partial.unlink()
     return reason
 
@@ -294,4 +308,7 @@ def _peaks(settings: Settings) -> list:
 
 
 if __name__ == "__main__":
-    papermill(*sys.argv[1:5])
+    try:
+        papermill(*sys.argv[1:5])
+    except OSError as e:  # the executed notebook could not be written (a full disk): the batch says so in one line
+        sys.exit(f"papermill: {e.strerror or e}: {e.filename or sys.argv[2]}")

@@ -3,7 +3,10 @@
 The same names are the notebooks' `parameters` cells, the keyword arguments of the library and
 the `--set name=value` overrides of `python -m proof run`, so the three speak one vocabulary.
 Defaults are the seed's protocol. validate() turns every impossible combination into one line
-before any model loads.
+before any model loads or any file is written: a value of the wrong type, a number that is not
+finite or lies outside its range, an empty `out` (it would write into the working directory),
+seed ranges that overlap, and a scoring deadline below SCORE_DEADLINE_MIN_S, under which honest
+answers time out (measured, below).
 """
 from __future__ import annotations
 
@@ -16,6 +19,16 @@ import math
 from shortlist import defaults, sources
 from shortlist import trainee as trainee_
 from shortlist.errors import OneLine
+
+# A deadline under which honest answers start to time out, so that timeouts, not the model, decide the
+# verdicts. Measured on the project's 2-core CPU machine at load ~7 (other jobs running), 320 honest answers
+# each (10 batches of 32 through one Scorer): chain_sum timed out 41 at 0.01 s, 1 at 0.03 s, 0 at 0.1 s;
+# simple_integration (sympy) 248 at 0.03 s, 5 at 0.1 s, 0 at 0.25 s, which the adversarial tests also use.
+SCORE_DEADLINE_MIN_S = defaults.SCORE_DEADLINE_MIN_S
+PATH_MAX = 4096  # Linux's longest path: an out beyond it cannot be made
+# resampled scores the bootstrap holds at once (bootstrap_n x eval_n float64s, stats.bootstrap_means): 800 MB,
+# 50x the seed's 10,000 x 200; the upper ends of both ranges at once would need 800 TB after training
+BOOTSTRAP_CELLS_MAX = 100_000_000
 
 
 class SettingsError(OneLine, ValueError):
@@ -47,7 +60,9 @@ class Settings:
     predict_seed: int = defaults.PREDICT_SEED
     train_seed: int = 0
     eval_n: int = 200
-    eval_seed: int = 100_000
+    eval_seed: int = 100_000  # evaluation tasks: the first eval_n seeds from here whose question is unseen (heldout.py)
+    eval_search: int = 20  # ... among at most eval_search x eval_n seeds
+    min_unseen: int = 40  # fewer distinct unseen evaluation questions: the proof cannot judge the family
     # Analysis, declared before training
     alpha: float = 0.05
     bootstrap_n: int = 10_000
@@ -81,9 +96,10 @@ class Settings:
         return self.prompts_per_step * self.group // self.batch_per_device
 
     def seed_ranges(self) -> dict[str, range]:
+        """Where each kind of task comes from; the evaluation tasks are chosen within their range (heldout.py)."""
         return {"train": range(self.train_seed, self.train_seed + self.steps * self.prompts_per_step),
                 "predict": range(self.predict_seed, self.predict_seed + self.predict_tasks),
-                "eval": range(self.eval_seed, self.eval_seed + self.eval_n)}
+                "eval": range(self.eval_seed, self.eval_seed + self.eval_search * self.eval_n)}
 
     def validate(self) -> "Settings":
         for f in fields(self):
@@ -96,20 +112,41 @@ class Settings:
                   "eval_n": (1, 100_000), "predict_tasks": (1, 100_000), "sample_batch": (0, 1 << 20),
                   "lora_r": (1, 4096), "lora_alpha": (1, 1 << 16), "logging_steps": (1, 100_000),
                   "bootstrap_n": (100, 1_000_000), "checkpoint_every": (0, 100_000), "seed": (0, SEED_MAX),
-                  "predict_seed": (0, SEED_MAX), "train_seed": (0, SEED_MAX), "eval_seed": (0, SEED_MAX)}
+                  "predict_seed": (0, SEED_MAX), "train_seed": (0, SEED_MAX), "eval_seed": (0, SEED_MAX),
+                  "eval_search": (1, 1000), "min_unseen": (1, 100_000)}
         for name, (low, high) in within.items():
             if not low <= getattr(self, name) <= high:
                 raise SettingsError(f"{name}={getattr(self, name)}: must lie in {low}..{high}")
+        if self.min_unseen > self.eval_n:
+            raise SettingsError(f"min_unseen={self.min_unseen} exceeds eval_n={self.eval_n}: no family could be judged; "
+                                f"raise eval_n or lower min_unseen")
         completions = self.prompts_per_step * self.group
         if completions % self.batch_per_device:
             raise SettingsError(f"batch_per_device={self.batch_per_device} does not divide the {completions} "
                                 f"completions of a step (prompts_per_step {self.prompts_per_step} x the "
                                 f"trainee's group {self.group})")
-        for name, (low, high) in {"lr": (0, 1), "score_deadline_s": (0, 600), "equivalence_margin": (0, 1),
-                                  "alpha": (0, 0.5)}.items():
+        for name, (low, high) in {"lr": (0, 1), "equivalence_margin": (0, 1), "alpha": (0, 0.5)}.items():
             value = getattr(self, name)
-            if not (math.isfinite(value) and low < value <= high):
+            if not math.isfinite(value):
+                raise SettingsError(f"{name}={value}: not a finite number in ({low}, {high}]")
+            if not low < value <= high:
                 raise SettingsError(f"{name}={value}: must be a number in ({low}, {high}]")
+        low, high = SCORE_DEADLINE_MIN_S, 600
+        if not (math.isfinite(self.score_deadline_s) and low <= self.score_deadline_s <= high):
+            raise SettingsError(f"score_deadline_s={self.score_deadline_s}: give seconds in [{low}, {high}]; below "
+                                f"{low} s honest answers time out on a loaded machine and timeouts decide the verdicts")
+        if not self.out.strip():
+            raise SettingsError(f"out={self.out!r}: give a folder (an empty out writes into the working directory)")
+        if "\0" in self.out:
+            raise SettingsError("out: holds a NUL character, which no path can")
+        if len(self.out) > PATH_MAX:
+            raise SettingsError(f"out: {len(self.out)} characters, longer than any path ({PATH_MAX})")
+        if self.bootstrap_n * self.eval_n > BOOTSTRAP_CELLS_MAX:
+            raise SettingsError(f"bootstrap_n={self.bootstrap_n} x eval_n={self.eval_n}: the bootstrap would hold "
+                                f"{self.bootstrap_n * self.eval_n:,} resampled scores (at most {BOOTSTRAP_CELLS_MAX:,})")
+        if self.logging_steps > self.steps:
+            raise SettingsError(f"logging_steps={self.logging_steps} exceeds steps={self.steps}: no step would be "
+                                f"logged and the reward curve would be empty")
         if not self.families:
             raise SettingsError("families: none given")
         ranges = list(self.seed_ranges().items())
@@ -175,25 +212,35 @@ def parse_override(text: str) -> tuple[str, object]:
         return name, raw
     if isinstance(default, tuple):
         return name, raw  # a family list: Settings parses it
+    if isinstance(default, float):
+        try:  # float() reads what literal_eval does not (nan, inf): validate() then says why they are refused
+            return name, float(raw)
+        except ValueError:
+            pass
     try:
         value = ast.literal_eval(raw)
-    except (ValueError, SyntaxError):
-        raise SettingsError(f"--set {text!r}: {raw!r} is not a {type(default).__name__}") from None
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        raise SettingsError(f"--set {text[:80]!r}: {raw[:60]!r} is not {_a(type(default))}") from None
     if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
     if type(value) is not type(default):
-        raise SettingsError(f"--set {text!r}: {name} takes a {type(default).__name__}")
+        raise SettingsError(f"--set {text[:80]!r}: {name} takes {_a(type(default))}")
     return name, value
 
 
-# one the tiny model can learn ("improves") and one far beyond it ("too hard": a "no change" to judge)
-SMOKE_FAMILIES = ("chain_sum(max_terms=2, max_digits=1)", "basic_arithmetic")
+def _a(kind: type) -> str:
+    return f"{'an' if kind.__name__[0] in 'aeiou' else 'a'} {kind.__name__}"
+
+
+# one the tiny model can learn ("improves") and one far beyond it ("too hard": a "no change" to judge),
+# whose answers (three-digit leg counts) no content-free answer matches on the smoke's 8 screening tasks
+SMOKE_FAMILIES = ("chain_sum(max_terms=2, max_digits=1)", "leg_counting")
 PRESETS = {
     "full": {},  # the seed's protocol on Qwen3-0.6B
     "smoke": {  # the whole pipeline on the offline tiny model, in a few minutes on a CPU
         # lr is 60x the seed's so that 4 steps move the tiny model at all; its numbers mean nothing
         "model": "tiny", "trainee": "qwen3(max_new_tokens=16)", "families": SMOKE_FAMILIES, "out": "results/smoke",
         "steps": 4, "lr": 3e-3, "logging_steps": 1, "predict_tasks": 8, "eval_n": 24, "checkpoint_every": 1,
-        "bootstrap_n": 2000,
+        "bootstrap_n": 2000, "min_unseen": 10,
     },
 }

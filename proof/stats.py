@@ -71,3 +71,13 @@ def spearman(x: list[float], y: list[float]) -> dict:
         return {"rho": None, "p": None, "n": len(x)}
     result = spearmanr(x, y)
     return {"rho": float(result.statistic), "p": float(result.pvalue), "n": len(x)}
+
+
+def mcnemar(b: int, c: int) -> dict:
+    """The exact McNemar test of two rules on the same families: b families only the first got right,
+    c only the second. Two-sided p = the binomial(b + c, 1/2) probability of a split at least as uneven;
+    1.0 where they never disagree (the evidence cannot tell them apart)."""
+    from scipy.stats import binom
+    n = b + c
+    p = 1.0 if n == 0 else float(min(1.0, 2 * binom.cdf(min(b, c), n, 0.5)))
+    return {"only_first": b, "only_second": c, "discordant": n, "p": p}

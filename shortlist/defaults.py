@@ -4,3 +4,4 @@ SAMPLE_BATCH = 0  # sequences per generate() call; 0: as many as fit (sampling.a
 SCORE_DEADLINE_S = 1.0  # a scorer call that takes longer scores 0.0 and costs its process
 SCREEN_TASKS = 24  # tasks per family in screening
 PREDICT_SEED = 500  # screening tasks are seeds PREDICT_SEED .. PREDICT_SEED + tasks - 1
+SCORE_DEADLINE_MIN_S = 0.25  # below it honest answers time out on a loaded machine (simple_integration: 5 of 320 at 0.1 s)

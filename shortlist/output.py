@@ -1,7 +1,12 @@
 """Writing files so that a run that dies leaves the old file or the new one, never half of one,
-and finding out that a place cannot be written before any work that would be lost."""
+and finding out that a place cannot be written before any work that would be lost.
+
+A full disk is one line (DiskFull, an OutputError) wherever this module writes, and disk_full()
+tells one apart from other failures for writers outside it (torch's and safetensors' savers).
+"""
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -18,6 +23,41 @@ os.umask(_UMASK)
 
 class OutputError(OneLine, RuntimeError):
     """An output folder that cannot be written; the message is one line."""
+
+
+class DiskFull(OutputError):
+    """No space (or no quota) left where a run writes; the message is one line."""
+
+
+FULL = (errno.ENOSPC, errno.EDQUOT)
+# how savers that wrap the OSError say it: torch's zip writer, safetensors' Rust io::Error
+FULL_WORDS = ("No space left on device", "Disk quota exceeded", "StorageFull", "QuotaExceeded", "file write failed")
+
+
+def disk_full(e: BaseException) -> bool:
+    """Whether an exception, or one it was raised from or during, is a full disk."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, DiskFull) or isinstance(e, OSError) and e.errno in FULL:
+            return True
+        if any(word in str(e) for word in FULL_WORDS):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
+
+
+def full(where, what: str = "", resumes: str = "what was written whole") -> DiskFull:
+    """The one line a full disk ends in: what could not be written, how much is left, what to do."""
+    place = Path(where)
+    while not place.exists() and place != place.parent:
+        place = place.parent
+    try:
+        free = f"{shutil.disk_usage(place).free:,} bytes free"
+    except OSError:
+        free = "free space unknown"
+    return DiskFull(f"disk full: cannot write {what or where} ({free}); free space and run the same command "
+                    f"again: it resumes from {resumes}")
 
 
 def check_writable(out) -> Path:
@@ -37,8 +77,13 @@ def check_writable(out) -> Path:
 
 def write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as e:  # no room even for an empty file (a full disk, or no inodes left)
+        if disk_full(e):
+            raise full(path.parent, str(path)) from None
+        raise
     try:
         os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp's 0600 would hide results from the rest of a team
         with os.fdopen(fd, "wb") as f:
@@ -46,8 +91,10 @@ def write_bytes(path: Path, data: bytes) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
+        if disk_full(e):
+            raise full(path.parent, str(path)) from None
         raise
 
 
@@ -61,6 +108,39 @@ def write_json(path: Path, obj) -> None:
 
 def read_json(path: Path):
     return json.loads(Path(path).read_text())
+
+
+def sync_folder(folder) -> None:
+    """Every file of a folder, and the folder itself, on disk: what a rename then publishes is whole."""
+    folder = Path(folder)
+    for path in folder.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+    _sync_dir(folder)
+
+
+def publish_folder(staged, dest) -> Path:
+    """A folder written whole under a temporary name, synced and renamed into place (one on the same
+    file system): a reader finds the whole folder or none. An existing dest is replaced."""
+    staged, dest = Path(staged), Path(dest)
+    sync_folder(staged)
+    if dest.exists():  # a leftover no reader trusts (an incomplete one): the whole one takes its place
+        shutil.rmtree(dest)
+    staged.rename(dest)
+    _sync_dir(dest.parent)
+    return dest
+
+
+def _sync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def build_folder(dest, build, done: str = "model.safetensors") -> Path:

@@ -26,23 +26,42 @@ The rule, and why each threshold sits where it does:
 - grpo_signal_min = 0.25: with 4 prompts per step, at least one prompt per step on average must
   carry a correctness gradient. A family can sit inside the pass@1 band and still fall short,
   when some tasks are always solved and the rest never are. -> "no signal".
-These values were fixed before any proof run; predictions.json records them.
+Two verdicts come before those, from the scorer audit (audit.py), because they say the reward
+cannot tell what the rule needs it to tell:
+- ceiling_min = 0.5: where the gold answer, written as the trainee is asked to write answers and
+  read back by its extraction, scores 1 on fewer than half the tasks, most of the reward measures
+  the extraction, not the model, and "too hard" would be forced (the last number cannot read
+  "cat", nor a fraction whole). -> "unscorable".
+- guess_min = 0.2: where a content-free answer (empty, a constant, the most frequent gold answer,
+  another task's answer) earns full score on a fifth of the tasks or more, and at least as often
+  as the model's own samples do (pass@1), a model that learned to print it would score like one
+  that learned a fifth of the family: over twice the smallest gain 200 evaluation tasks detect
+  (0.09 at 80% power, per-task SD 0.5), so the proof could not tell learning from collapse.
+  -> "guessable". Below it a collapse shows as a loss, not a gain, for the models the rule calls
+  learnable: easy chain_sum's "0" (right on 7-12% of tasks) against greedy accuracies of 0.26-0.74
+  measured on SmolLM2's easy families; a scorer that pays any answer, or coin_flip's "0" (85%), is
+  far above it. The share is read on the screen's own 24 tasks: 5 of them at least.
+These values were fixed before any proof run (the audit's two on 2026-12-01, before the first proof
+that used them); predictions.json records them.
 """
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import json
 import math
 import re
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+import regex as regex_  # transformers' own dependency: a search that stops at a timeout, which re's cannot
+
 from shortlist import spec
 from shortlist.errors import OneLine, one_line
 from shortlist.sources import reasoning_gym as rg
 
-VERDICTS = ("improves", "too hard", "already solved", "no signal")
+VERDICTS = ("improves", "too hard", "already solved", "no signal", "unscorable", "guessable")
 
 
 class TraineeError(OneLine, ValueError):
@@ -76,25 +95,75 @@ EXTRACTORS = {
 }
 
 
+# A `regex:` extraction runs the user's pattern on every completion, and a pattern that backtracks
+# (nested quantifiers such as (a+)+$) takes exponential time on a completion that nearly matches it; Python's
+# re cannot be stopped. So patterns run through the `regex` module (re's syntax) with a timeout: a completion
+# whose extraction passes REGEX_TIMEOUT_S holds no answer (it scores 0). A pattern that passes
+# REGEX_PROBE_TIMEOUT_S on any of a few texts such a pattern chokes on (runs of one kind of character, 4,096
+# long, that end in a mismatch) is refused when the trainee is made, in one line; the timeout bounds what the
+# probes do not catch. regex's timeouts count this process's CPU time, so a loaded machine does not trip them.
+REGEX_TIMEOUT_S = 0.1  # per completion: a sound pattern takes microseconds on the longest completion
+REGEX_PROBE_TIMEOUT_S = 0.25  # per probe text: 4,096 characters take a sound pattern well under a millisecond
+REGEX_MAX = 1_000  # characters in a pattern
+REGEX_RUNS = ("a", "0", " ", "\n", "a0 ", "<answer>", ".,", "ab")  # and each letter or digit the pattern names
+
+
+def _probes(source: str) -> list[str]:
+    runs = dict.fromkeys([*REGEX_RUNS, *sorted({c for c in source if c.isalnum()})[:16]])
+    return [run * (4096 // len(run)) + "\x00!" for run in runs]
+
+
 def extractor(name: str):
     """The function named by an extraction: a key of EXTRACTORS, or `regex:<pattern>` (last match,
     its first group if it has one)."""
     if name.startswith("regex:"):
-        try:
-            pattern = re.compile(name[len("regex:"):], re.DOTALL)
-        except re.error as e:
-            raise TraineeError(f"extraction {name!r}: {e}") from None
-
-        def by_pattern(text: str) -> str | None:
-            found = list(pattern.finditer(text))
-            return (found[-1].group(1) if pattern.groups else found[-1].group(0)).strip() if found else None
-        return by_pattern
+        return _by_pattern(name[len("regex:"):])
     if name not in EXTRACTORS:
         raise TraineeError(f"unknown extraction {name!r}; use one of {', '.join(EXTRACTORS)} or regex:<pattern>")
     return EXTRACTORS[name]
 
 
+@functools.lru_cache(maxsize=64)
+def _by_pattern(source: str):
+    """A pattern compiled and probed once, however many completions it reads."""
+    name = f"regex:{source}"
+    if len(source) > REGEX_MAX:
+        raise TraineeError(f"extraction regex: a pattern of {len(source):,} characters (at most {REGEX_MAX:,})")
+    try:
+        pattern = regex_.compile(source, regex_.DOTALL)
+    except (regex_.error, ValueError, OverflowError, RecursionError) as e:
+        raise TraineeError(f"extraction {name!r}: {one_line(e)}") from None
+    for probe in _probes(source):
+        try:
+            pattern.search(probe, timeout=REGEX_PROBE_TIMEOUT_S)
+        except TimeoutError:
+            raise TraineeError(f"extraction {name!r}: more than {REGEX_PROBE_TIMEOUT_S:g} s of CPU on a "
+                               f"{len(probe):,}-character text (it backtracks, as nested quantifiers such as "
+                               f"(a+)+ do): simplify the pattern") from None
+
+    def by_pattern(text: str) -> str | None:
+        try:
+            found = list(pattern.finditer(text, timeout=REGEX_TIMEOUT_S))
+        except TimeoutError:  # a completion the pattern backtracks on holds no answer
+            return None
+        return (found[-1].group(1) if pattern.groups else found[-1].group(0)).strip() if found else None
+    return by_pattern
+
+
 # --- the record -----------------------------------------------------------------------------------
+# Bounds on what a trainee may say, each refused in one line when it is made (Trainee._check):
+NAME_MAX = 255  # characters in a profile name (a file name's limit: a .json trainee's name is its file's)
+PATH_MAX = 4096  # characters in a model name or folder (Linux's longest path)
+# characters in a system prompt: at ~4 a token, 8k tokens, a quarter of Qwen3-0.6B's 32k context, sent with
+# every completion (a 10 MB prompt was accepted and tokenized 32 times a step)
+SYSTEM_PROMPT_MAX = 32_768
+# GRPO's temperature: at 0.01 a group's samples are the greedy one to float precision (no spread, no
+# signal), and TRL's loss divides the logits by it (gradients x 100); at 10 the samples are noise
+TEMPERATURE = (0.01, 10.0)
+TOP_K_MAX = 1 << 20  # beyond any vocabulary (Qwen3's: 151,936 tokens): a larger top_k is off, i.e. 0
+REPETITION_PENALTY = (0.1, 10.0)  # a repeated token's logit scaled by at most 10x either way
+
+
 @dataclass(frozen=True)
 class Trainee:
     profile: str  # the profile it was built from
@@ -114,6 +183,8 @@ class Trainee:
     pass_min: float = 0.05
     pass_max: float = 0.9
     grpo_signal_min: float = 0.25
+    ceiling_min: float = 0.5  # the scorer audit's (audit.py): below it, "unscorable"
+    guess_min: float = 0.2  # at or above it (and at least pass@1), "guessable"
 
     def __post_init__(self):
         for f in fields(self):  # 1 means 1.0 where a float is due (JSON, YAML and papermill write ints)
@@ -125,7 +196,9 @@ class Trainee:
 
     def _check(self) -> None:
         def bad(name, why):
-            raise TraineeError(f"trainee {self.profile!r}: {name}={getattr(self, name)!r}: {why}")
+            value = repr(getattr(self, name))
+            value = value if len(value) <= 80 else value[:77] + "..."  # a 10 MB prompt is not echoed whole
+            raise TraineeError(f"trainee {self.profile[:80]!r}: {name}={value}: {why}")
         for f in fields(self):
             value, kind = getattr(self, f.name), str(f.type)
             ok = (isinstance(value, str) if kind == "str" else
@@ -138,21 +211,27 @@ class Trainee:
                 bad(f.name, "must be finite")
         if not self.profile or not self.model:
             bad("model" if self.profile else "profile", "must not be empty")
-        if not self.temperature > 0:
-            bad("temperature", "must be positive (GRPO samples)")
+        for name, most in (("profile", NAME_MAX), ("model", PATH_MAX), ("system_prompt", SYSTEM_PROMPT_MAX)):
+            if len(getattr(self, name)) > most:
+                bad(name, f"{len(getattr(self, name)):,} characters, more than {most:,}")
+        if any(c in self.model for c in "\0\n"):
+            bad("model", "a model name or folder holds no NUL or newline")
+        if not TEMPERATURE[0] <= self.temperature <= TEMPERATURE[1]:
+            bad("temperature", f"must lie in [{TEMPERATURE[0]}, {TEMPERATURE[1]}]: below, a group's samples are all "
+                               f"the greedy one (no signal); above, noise")
         if not 0 < self.top_p <= 1:
             bad("top_p", "must lie in (0, 1]")
-        if self.top_k < 0:
-            bad("top_k", "must be 0 (off) or more")
+        if not 0 <= self.top_k <= TOP_K_MAX:
+            bad("top_k", f"must be 0 (off) or up to {TOP_K_MAX:,}, more than any vocabulary")
         if self.min_p is not None and not 0 <= self.min_p < 1:
             bad("min_p", "must lie in [0, 1) or be None")
-        if not self.repetition_penalty > 0:
-            bad("repetition_penalty", "must be positive")
+        if not REPETITION_PENALTY[0] <= self.repetition_penalty <= REPETITION_PENALTY[1]:
+            bad("repetition_penalty", f"must lie in [{REPETITION_PENALTY[0]}, {REPETITION_PENALTY[1]}] (1.0: off)")
         if not 1 <= self.max_new_tokens <= 32768:
             bad("max_new_tokens", "must lie in 1..32768")
         if not 2 <= self.group <= 256:
             bad("group", "must lie in 2..256 (GRPO compares completions within a group)")
-        for name in ("pass_min", "pass_max", "grpo_signal_min"):
+        for name in ("pass_min", "pass_max", "grpo_signal_min", "ceiling_min", "guess_min"):
             if not 0 <= getattr(self, name) <= 1:
                 bad(name, "must lie in [0, 1]")
         if not self.pass_min < self.pass_max:
@@ -167,9 +246,22 @@ class Trainee:
         """The answer in a completion (thinking removed), or None when it holds none: it scores 0."""
         return extractor(self.extraction)(_THINK.sub("", text))
 
+    def written(self, answer: str) -> str:
+        """An answer written the way this trainee is asked to write one: in <answer> tags, on an
+        "Answer:" line (also what a last-number reader is asked for), or as it is for a regex."""
+        if self.extraction == "answer_tags":
+            return f"<answer>{answer}</answer>"
+        return answer if self.extraction.startswith("regex:") else f"Answer: {answer}"
+
     # Shortlist's rule
-    def rule(self, pass1: float, mean: float, signal: float) -> str:
-        """The verdict from sampled pass@1, mean score and the GRPO signal on correctness."""
+    def rule(self, pass1: float, mean: float, signal: float, ceiling: float | None = None,
+             guess: float | None = None) -> str:
+        """The verdict from the scorer audit (ceiling, guess: shares of full scores; None: not
+        measured), then sampled pass@1, mean score and the GRPO signal on correctness."""
+        if ceiling is not None and ceiling < self.ceiling_min:
+            return "unscorable"
+        if guess is not None and guess >= self.guess_min and guess >= pass1:
+            return "guessable"
         if mean >= self.pass_max:
             return "already solved"
         if pass1 < self.pass_min:
@@ -179,8 +271,10 @@ class Trainee:
         return "improves"
 
     def rule_text(self) -> str:
-        return (f"already solved if mean score >= {self.pass_max}; else too hard if pass@1 < {self.pass_min}; "
-                f"else no signal if GRPO signal on correctness < {self.grpo_signal_min}; else improves")
+        return (f"unscorable if the gold answer, written as the trainee writes it, scores on < {self.ceiling_min} of "
+                f"the tasks; else guessable if a content-free answer scores fully on >= {self.guess_min} of them and "
+                f"at least pass@1; else already solved if mean score >= {self.pass_max}; else too hard if pass@1 < "
+                f"{self.pass_min}; else no signal if GRPO signal on correctness < {self.grpo_signal_min}; else improves")
 
     def sampling(self) -> dict:
         """The fields GRPOConfig and GenerationConfig take under the same names."""
@@ -245,18 +339,28 @@ SMOLLM2_MEASURED = (  # bench/smollm2_profile.py on the H200, 2026-12-01: bench/
     "reading the 'Answer:' line itself 0.000 (the model rarely writes it)")
 
 
+TRAINEE_FILE_MAX = 1 << 20  # bytes in a trainee file: a system prompt at its limit and room to spare
+EXTENDS_MAX = 16  # trainee files in one chain of "extends"
+
+
 def resolve(trainee: "str | Trainee | dict") -> Trainee:
     """A Trainee from a profile name, `name(field=value, ...)`, a JSON file, or a record.
 
-    A JSON file holds Trainee fields; with "extends": "<profile>" it overrides that profile,
-    otherwise it names every field a profile has no default for."""
+    A JSON file holds Trainee fields; with "extends": "<profile>" (a profile name, spec or another
+    file, a relative one read beside it) it overrides that one, otherwise it names every field a
+    profile has no default for. A file that extends itself, directly or through others, is refused
+    in one line, and so is one over TRAINEE_FILE_MAX bytes or not a regular file (a FIFO blocks)."""
+    return _resolve(trainee, ())
+
+
+def _resolve(trainee: "str | Trainee | dict", chain: tuple) -> Trainee:
     if isinstance(trainee, Trainee):
         return trainee
     if isinstance(trainee, dict):
         return Trainee.from_dict(trainee)
     text = str(trainee).strip()
-    if text.endswith(".json") or Path(text).is_file():
-        return _from_file(Path(text))
+    if text.endswith(".json") or _is_file(text):
+        return _from_file(Path(text), chain)
     try:
         name, overrides = spec.call(text, "trainee")
     except spec.SpecError as e:
@@ -268,16 +372,42 @@ def resolve(trainee: "str | Trainee | dict") -> Trainee:
     return PROFILES[name].replace(**overrides) if overrides else PROFILES[name]
 
 
-def _from_file(path: Path) -> Trainee:
+def _is_file(text: str) -> bool:
     try:
-        record = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise TraineeError(f"trainee file {path} does not exist") from None
-    except (OSError, ValueError) as e:
+        return Path(text).is_file()
+    except (OSError, ValueError):  # a name too long for a path, or holding NUL: a spec, not a file
+        return False
+
+
+def _from_file(path: Path, chain: tuple = ()) -> Trainee:
+    real = path.resolve()
+    if real in chain:
+        raise TraineeError(f"trainee file {path} extends itself: {' -> '.join(p.name for p in (*chain, real))}")
+    if len(chain) >= EXTENDS_MAX:
+        raise TraineeError(f"trainee file {path}: more than {EXTENDS_MAX} files extend one another")
+    if not path.exists():
+        raise TraineeError(f"trainee file {path} does not exist")
+    if not path.is_file():  # a FIFO or a device would block or never end
+        raise TraineeError(f"trainee file {path} is not a regular file")
+    try:
+        with open(path, "rb") as f:
+            data = f.read(TRAINEE_FILE_MAX + 1)
+    except OSError as e:
+        raise TraineeError(f"trainee file {path}: {one_line(e)}") from None
+    if len(data) > TRAINEE_FILE_MAX:
+        raise TraineeError(f"trainee file {path}: more than {TRAINEE_FILE_MAX:,} bytes")
+    try:
+        record = json.loads(data)
+    except (ValueError, RecursionError) as e:
         raise TraineeError(f"trainee file {path}: {one_line(e)}") from None
     if not isinstance(record, dict):
         raise TraineeError(f"trainee file {path}: must hold a JSON object of trainee fields")
     base = record.pop("extends", None)
     if base is not None:
-        return resolve(base).replace(**{"profile": path.stem} | record)
+        if not isinstance(base, str):
+            raise TraineeError(f"trainee file {path}: extends={base!r}: give a profile name or a .json file")
+        beside = path.parent / base  # a file named by a relative path is read beside the file that names it
+        base = str(beside) if base.strip().endswith(".json") and not Path(base).is_absolute() and beside.is_file() \
+            else base
+        return _resolve(base, (*chain, real)).replace(**{"profile": path.stem} | record)
     return Trainee.from_dict({"profile": path.stem} | record)

@@ -38,6 +38,8 @@ class Row:
             raise CatalogError(f"row {self.spec}: verdict {s.verdict!r} is not one of {', '.join(VERDICTS)}")
         for name, _, _ in METRICS:
             bound = 0.25 if name == "learnability" else 1  # p(1-p) is at most 1/4
+            if name in ("ceiling", "guess") and getattr(s, name) is None:  # not audited (an older row)
+                continue
             if not 0 <= getattr(s, name) <= bound:
                 raise CatalogError(f"row {self.spec}: {name}={getattr(s, name)} is not in [0, {bound}]")
         if s.tasks < 1 or s.k < 2 or self.seconds < 0:
@@ -134,8 +136,9 @@ class Plan:
             raise CatalogError("--tasks must be at least 1, --first-seed, --batch and the seed at least 0")
         if self.budget_min is not None and not self.budget_min > 0:
             raise CatalogError(f"--budget-min {self.budget_min}: give a positive number of minutes")
-        if not 0 < self.score_deadline_s <= 600:
-            raise CatalogError(f"score_deadline_s={self.score_deadline_s}: give seconds in (0, 600]")
+        if not defaults.SCORE_DEADLINE_MIN_S <= self.score_deadline_s <= 600:
+            raise CatalogError(f"score_deadline_s={self.score_deadline_s}: give seconds in "
+                               f"[{defaults.SCORE_DEADLINE_MIN_S}, 600]: below it honest answers time out")
         if self.builders is not None and self.builders < 0:
             raise CatalogError(f"builders={self.builders}: give 0 (build in the worker) or more processes")
 

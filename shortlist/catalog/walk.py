@@ -225,8 +225,11 @@ def work(p: Plan, log=print) -> None:
             + (f"improves at {', '.join(good)}" if good else "no level improves") + f" ({f.seconds:.0f} s)")
 
     def after(row: Row) -> int | None:
-        """Where the walk goes from a screened level: nowhere without --levels, or past "too hard"."""
-        return levels_.following(row.family, row.level) if p.walk and row.screen.verdict != "too hard" else None
+        """Where the walk goes from a screened level: nowhere without --levels, nor past "too hard" (every
+        level above is harder still) or "unscorable" (the extraction that cannot read this level's answers
+        cannot read the next one's)."""
+        stop = row.screen.verdict in ("too hard", "unscorable")
+        return levels_.following(row.family, row.level) if p.walk and not stop else None
 
     def advance(f: _Family, level: int | None) -> None:
         """From this level (None: a family's only one, without a curriculum), take kept rows as they

@@ -2,12 +2,20 @@
 
 Each function applies one layer and says whether it took, so a machine that refuses a layer
 (a Docker container's default seccomp profile refuses unshare; a non-root user has nothing to
-drop) still scores, and the report says what held. Python's os module lacks unshare, setns,
-capset and most of prctl before 3.12, hence ctypes, all of it here.
+drop) still scores, and the record says what held. Python's os module lacks unshare, setns,
+mount, capset and most of prctl before 3.12, hence ctypes, all of it here.
+
+Who may make a PID namespace for each answer: a process with CAP_SYS_ADMIN in the user namespace
+that owns its own PID namespace, since after unshare(CLONE_NEWPID) and fork() it must setns() back
+into that namespace for the next child. Root has it everywhere. A non-root user gets it only in a
+PID namespace created inside a user namespace of its own, hence enter_namespaces(): the server
+unshares both and forks once, its child being process 1 there, and every zygote and answer
+descends from that child.
 """
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import os
 import resource
 import signal
@@ -15,13 +23,16 @@ import signal
 UNPRIVILEGED = 65534  # nobody/nogroup: where the project runs as root, answers run as this uid and gid
 
 _libc = ctypes.CDLL(None, use_errno=True)
+_CLONE_NEWNS, _CLONE_NEWIPC = 0x00020000, 0x08000000
 _CLONE_NEWUSER, _CLONE_NEWPID, _CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 0x4000, 1 << 18
+_NS_GET_USERNS = 0xB701  # ioctl on a namespace file: the user namespace that owns it
 _PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_CAPBSET_DROP = 1, 4, 24
 _PR_SET_NO_NEW_PRIVS, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 38, 47, 4
 _PR_SET_CHILD_SUBREAPER = 36
 _SYS_CAPSET = 126  # x86-64; elsewhere capset() fails and the capability check below reports it
 with open("/proc/sys/kernel/cap_last_cap") as _f:
-    _LAST_CAP = int(_f.read())  # read once, where the forkserver imports this module
+    _LAST_CAP = int(_f.read())  # read once, where the server imports this module
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
@@ -29,43 +40,80 @@ def _prctl(option: int, arg: int = 0) -> bool:
     return _libc.prctl(option, ctypes.c_ulong(arg), 0, 0, 0) == 0
 
 
-def own_namespaces() -> tuple[bool, str]:
-    """Give the zygote a network namespace (no interface) and the right to make PID namespaces.
-
-    Root has that right already; a non-root user gets it inside a user namespace of its own, where
-    it maps only its own uid, so the kernel's view of every file and process is unchanged. Must
-    run single-threaded. Returns (network namespace?, how the zygote holds that right).
-    """
-    if os.geteuid() == 0:
-        return _libc.unshare(_CLONE_NEWNET) == 0, "root"
-    uid, gid = os.geteuid(), os.getegid()
-    if _libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNET) != 0:
-        return False, "none"
-    for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"), ("gid_map", f"0 {gid} 1")):
-        with open(f"/proc/self/{name}", "w") as f:
-            f.write(text)
-    return True, "user namespace"
+def enter_namespaces() -> dict:
+    """The scoring server's namespaces, each tried on its own: a network namespace (no interface)
+    and a PID namespace whose process 1 the caller becomes by forking once. A non-root user first
+    makes a user namespace that maps only its own uid (the kernel's view of every file and process
+    is unchanged, and inside it is the same uid, not 0), which gives it the right to the others.
+    Must run single-threaded."""
+    held = "root"
+    if os.geteuid() != 0:
+        uid, gid = os.geteuid(), os.getegid()
+        if _libc.unshare(_CLONE_NEWUSER) != 0:
+            return {"namespaces_held_by": "none", "network_namespace": False, "pid_namespace": False}
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+            with open(f"/proc/self/{name}", "w") as f:
+                f.write(text)
+        held = "user namespace"
+    net, pid = _libc.unshare(_CLONE_NEWNET) == 0, _libc.unshare(_CLONE_NEWPID) == 0
+    return {"namespaces_held_by": held if net or pid else "none", "network_namespace": net, "pid_namespace": pid}
 
 
 class PidNamespaces:
     """fork() whose child is process 1 of a new PID namespace: when it dies, the kernel kills every
-    process it started, wherever they went. Where unshare is refused, children lead a process group
-    instead, under this process as subreaper, so orphans come back here to be killed."""
+    process it started, wherever they went. Where that cannot hold, children lead a process group
+    instead, under this process as subreaper, so orphans come back here to be killed.
 
-    def __init__(self):
+    Probed before it is relied on: unshare(CLONE_NEWPID) is tried only where setns() back into this
+    process's own namespace will be allowed (its owner is this process's user namespace), so a
+    refusal can never leave every later child in the first one's namespace (issue 19)."""
+
+    def __init__(self, wanted: bool = True):
         _prctl(_PR_SET_CHILD_SUBREAPER, 1)
         self._own = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
-        self.available = _libc.unshare(_CLONE_NEWPID) == 0
+        self.available = wanted and _owned_here(self._own) and _libc.unshare(_CLONE_NEWPID) == 0
         if self.available:
-            self.available = _libc.setns(self._own, _CLONE_NEWPID) == 0
+            self._back()
 
     def fork(self) -> int:
         if self.available and _libc.unshare(_CLONE_NEWPID) != 0:
             raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWPID)")
         pid = os.fork()
         if pid and self.available:
-            _libc.setns(self._own, _CLONE_NEWPID)  # the zygote's next child starts from here again
+            self._back()  # the next child starts from here again
         return pid
+
+    def _back(self) -> None:
+        if _libc.setns(self._own, _CLONE_NEWPID) != 0:  # the probe above makes this a bug, never a fallback
+            raise OSError(ctypes.get_errno(), "setns() back into this process's own PID namespace")
+
+
+def _owned_here(namespace_fd: int) -> bool:
+    """Whether a namespace is owned by this process's own user namespace."""
+    try:
+        owner = fcntl.ioctl(namespace_fd, _NS_GET_USERNS)
+    except OSError:
+        return False
+    try:
+        return os.fstat(owner).st_ino == os.stat("/proc/self/ns/user").st_ino
+    finally:
+        os.close(owner)
+
+
+def own_ipc() -> bool:
+    """An IPC namespace of its own: SysV shared memory, semaphores, message queues and POSIX
+    message queues made in it die with it."""
+    return _libc.unshare(_CLONE_NEWIPC) == 0
+
+
+def scratch_tmpfs(home: str, megabytes: int, owner: int | None) -> bool:
+    """Mount a tmpfs of this size on home, in a mount namespace of this process's own whose mounts
+    propagate nowhere: everything written beneath home counts against it, nobody else sees it, and it
+    is gone when the process dies."""
+    if _libc.unshare(_CLONE_NEWNS) != 0 or _libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
+        return False
+    options = f"size={megabytes}m,nr_inodes=4096,mode=0700" + (f",uid={owner},gid={owner}" if owner is not None else "")
+    return _libc.mount(b"tmpfs", home.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, options.encode()) == 0
 
 
 def kill_tree(pid: int) -> None:
@@ -109,7 +157,7 @@ def drop_privileges(real_root: bool) -> str:
             os.setgroups([])
             os.setresgid(UNPRIVILEGED, UNPRIVILEGED, UNPRIVILEGED)
             os.setresuid(UNPRIVILEGED, UNPRIVILEGED, UNPRIVILEGED)  # the kernel clears every capability
-        except OSError:  # a container without CAP_SETUID: the uid stays, and the report says so
+        except OSError:  # a container without CAP_SETUID: the uid stays, and the record says so
             pass
     header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
     _libc.syscall(_SYS_CAPSET, header, (ctypes.c_uint32 * 6)())  # inside a user namespace: drop them here
@@ -117,14 +165,14 @@ def drop_privileges(real_root: bool) -> str:
 
 
 def _outside(table: str, inside: int) -> int:
-    """The machine's id for an id of this process's user namespace (a user's own uid, not 0)."""
+    """The machine's id for an id of this process's user namespace."""
     with open(f"/proc/self/{table}") as f:
         first, outside, _ = map(int, f.readline().split())
     return outside + inside - first
 
 
 def real_root() -> bool:
-    """uid 0 of the machine, not the uid 0 a user namespace maps to an ordinary user."""
+    """uid 0 of the machine, not a uid 0 that a user namespace maps to an ordinary user."""
     with open("/proc/self/uid_map") as f:
         return os.geteuid() == 0 and f.read().split()[:2] == ["0", "0"]
 
@@ -140,8 +188,11 @@ def not_dumpable() -> bool:
     return _prctl(_PR_SET_DUMPABLE, 0)
 
 
-def die_with_parent() -> bool:
-    return _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+def die_with_parent(parent: int | None = None) -> bool:
+    """SIGKILL when the parent dies; False if `parent` (its pid) is already gone. Process 1 of a
+    PID namespace sees no parent (getppid() is 0): its namespace's death is the check there."""
+    took = _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    return took and (parent is None or os.getpid() == 1 or os.getppid() == parent)
 
 
 def no_new_privs() -> bool:

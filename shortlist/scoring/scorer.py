@@ -3,25 +3,28 @@
 Each answer is scored in a fresh process of its own (zygote.py): forked from a zygote that
 imported the family's scorer and built its tasks outside every deadline, confined by the kernel,
 and killed with everything it started once it replies or passes its deadline. Threads, SIGALRM and
-Pool.get(timeout) cannot stop `9**9**9` (protocol-notes); a killed process can. Every result is
-normalized (exception or NaN -> 0.0, clamped to [0, 1]) and every oddity is counted per family,
-so a report can show when the reward itself misbehaved.
+Pool.get(timeout) cannot stop `9**9**9` (protocol-notes); a killed process can. The zygotes are
+forked by a scoring server, a process of its own with an environment of its own (server.py). Every
+result is normalized (exception or NaN -> 0.0, clamped to [0, 1]) and every oddity is counted per
+family, by this process, from what it observed of each answer, so a report can show when the
+reward itself misbehaved.
 """
 from __future__ import annotations
 
 import atexit
+import itertools
 import json
 import math
-import multiprocessing as mp
-import multiprocessing.forkserver
 import os
 import shutil
+import socket
+import subprocess
 import sys
 import tempfile
 import time
 from collections import OrderedDict
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from multiprocessing.connection import Connection
 
 from shortlist import defaults, sources
 from shortlist.sources import Family
@@ -38,14 +41,20 @@ _COUNTED = {"error": "exceptions", "timeout": "timeouts", "crash": "crashes"}  #
 
 @dataclass
 class ScoreCounts:
+    """What happened to a family's answers, each answer counted once in each field that applies.
+
+    Every field is counted here, from what this process saw of each answer (its reply's kind and
+    value, its process's death, the clock); no number an answer reports is ever summed, so an
+    answer can move these counts by at most one each, as it can fake its own score and no more.
+    """
     answers: int = 0  # answers scored
     unextracted: int = 0  # no answer could be extracted: 0.0 without calling the scorer
-    timeouts: int = 0  # the scorer passed its deadline; its worker was killed and replaced
-    crashes: int = 0  # the worker died (memory cap, os._exit, a signal) and was replaced
+    timeouts: int = 0  # the scorer passed its deadline; its process was killed
+    crashes: int = 0  # its process died (memory cap, os._exit, a signal) or replied garbage
     exceptions: int = 0  # the scorer raised, or returned something float() refuses
     non_finite: int = 0  # NaN or infinite, scored 0.0
     clamped: int = 0  # outside [0, 1], clamped
-    refused: int = 0  # operations the sandbox refused while scoring
+    refused: int = 0  # answers whose scorer attempted an operation the sandbox refused (their reply's flag)
     seconds: float = 0.0  # wall time inside score()
 
     def add(self, other: "ScoreCounts") -> None:
@@ -68,27 +77,92 @@ def normalize(value, counts: ScoreCounts) -> float:
     return value
 
 
-class _Zygote:
-    """The parent's end of one family's zygote (zygote.Zygote)."""
+class _Server:
+    """The parent's end of the scoring server (server.py): a process of its own, started with
+    zygote.ENVIRONMENT and this process's sys.path; this process's environment is never touched."""
 
-    def __init__(self, ctx, family: Family | None, scratch: str, limits):
-        from shortlist.scoring import zygote
-        parent, child = ctx.Pipe()
-        what = (source_.wire(family.source), family.name, family.config) if family else (None, None, {})
-        self.process = ctx.Process(target=zygote.zygote, args=(child, *what, scratch, limits), daemon=True)
-        with _main_module_hidden():
-            self.process.start()
-        child.close()
-        self.conn = parent
+    def __init__(self, scratch: str, limits):
+        from shortlist.scoring import server, zygote
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        environment = dict(zygote.ENVIRONMENT)
+        if "HOME" in os.environ:  # where matplotlib (Reasoning Gym imports it) keeps its cache: a path, no secret
+            environment["HOME"] = os.environ["HOME"]
+        argv = [sys.executable, "-c", server.BOOT, json.dumps([os.path.abspath(p) for p in sys.path]),
+                str(theirs.fileno()), str(os.getpid()), scratch, json.dumps(asdict(limits))]
+        self.process = subprocess.Popen(argv, env=environment, pass_fds=[theirs.fileno()], cwd="/",
+                                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        theirs.close()
+        self.control = ours
+        self.ids = itertools.count()
+        self._confinement: dict | None = None
+
+    @property
+    def confinement(self) -> dict:
+        """The layers it probed: every answer process holds them (the zygotes check)."""
+        if self._confinement is None:
+            hello = self.receive(WARMUP_DEADLINE_S)
+            if not isinstance(hello, dict) or "confinement" not in hello:
+                why = hello.get("fatal") if isinstance(hello, dict) else None
+                self.close()
+                raise RuntimeError("the scoring server did not start" + (f": {why}" if why else ""))
+            self._confinement = hello["confinement"]
+            if self._confinement.get("hash_seed") != 0:  # tasks would differ from Family.tasks() (issue 9)
+                self.close()
+                raise RuntimeError("the scoring server runs without PYTHONHASHSEED=0")
+        return self._confinement
+
+    def receive(self, timeout: float):
+        try:
+            self.control.settimeout(timeout)
+            data = self.control.recv(1 << 20)
+            return json.loads(data) if data else None
+        except (OSError, ValueError):
+            return None
+
+    def start(self, family: Family, fd: int) -> int:
+        """A zygote for family, serving the socket fd; returns its id."""
+        self.confinement  # noqa: B018  the server answers requests only once it has probed
+        id_ = next(self.ids)
+        what = {"id": id_, "source": source_.wire(family.source), "name": family.name, "config": family.config}
+        try:
+            socket.send_fds(self.control, [json.dumps({"start": what}).encode()], [fd])
+        except OSError as e:
+            raise RuntimeError(f"the scoring server died: {e}") from None
+        return id_
+
+    def kill(self, id_: int) -> None:
+        """SIGKILL a zygote without waiting; its answer processes die with its PID namespace."""
+        try:
+            self.control.send(json.dumps({"kill": id_}).encode())
+        except OSError:
+            pass  # the server is gone, and its zygotes with it
+
+    def close(self) -> None:
+        """The server exits when its socket closes, and everything it started with it: its process 1
+        is reaped only once every process of its PID namespace is. Killed if it has not within 30 s."""
+        self.control.close()
+        try:
+            self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+class _Zygote:
+    """The parent's end of one family's zygote (zygote.Zygote), over a socket pair of its own."""
+
+    def __init__(self, server: _Server, family: Family):
+        ours, theirs = socket.socketpair()
+        try:
+            self.id = server.start(family, theirs.fileno())
+        finally:
+            theirs.close()
+        self.server, self.conn = server, Connection(ours.detach())
         hello = self.receive(WARMUP_DEADLINE_S)
-        if hello is None:
+        if hello != "ready":
             self.kill()
-            raise RuntimeError(f"the scoring zygote for {family.key if family else 'the probe'} did not start")
-        self.confinement = hello["confinement"]
-        if self.confinement.get("hash_seed") != 0:  # tasks would differ from Family.tasks() (issue 9)
-            self.kill()
-            raise RuntimeError("the scoring forkserver runs without PYTHONHASHSEED=0; start the Scorer before "
-                               "anything else uses multiprocessing's forkserver")
+            why = hello.get("fatal") if isinstance(hello, dict) else None
+            raise RuntimeError(f"the scoring zygote for {family.key} did not start" + (f": {why}" if why else ""))
 
     def receive(self, timeout: float):
         """The next message, or None if the zygote died or stayed silent that long."""
@@ -100,8 +174,7 @@ class _Zygote:
         return None
 
     def kill(self) -> None:
-        """SIGKILL without waiting; its answer processes die with it (PR_SET_PDEATHSIG)."""
-        self.process.kill()
+        self.server.kill(self.id)
         self.conn.close()
 
 
@@ -114,22 +187,20 @@ class Scorer:
             raise ValueError("scoring needs workers >= 1, deadline_s > 0 and memory_mb >= 256")
         self.workers, self.deadline_s, self.memory_mb = workers, deadline_s, memory_mb
         self.counts: dict[str, ScoreCounts] = {}
-        self._limits = Limits(memory_mb, CPU_SECONDS, workers)
         self._scratch = tempfile.mkdtemp(prefix="shortlist-scratch-")
         os.chmod(self._scratch, 0o711)  # answer processes (uid nobody) reach their own directory, list nothing
-        self._ctx = _context()
         self._zygotes: OrderedDict[str, _Zygote] = OrderedDict()
-        self._confinement: dict | None = None
+        self._server: _Server | None = _Server(self._scratch, Limits(memory_mb, CPU_SECONDS, workers))  # starts now,
+        self._confinement: dict | None = None  # while the caller goes on (loads its model)
+        self._owner = os.getpid()  # a forked child's exit must not close the parent's server
         atexit.register(self.close)
 
     @property
     def confinement(self) -> dict:
-        """Which layers hold on this machine: a flat dict, layer -> value (recorded with results)."""
+        """Which layers every answer process holds on this machine: a flat dict, layer -> value,
+        probed once by the server (recorded with results)."""
         if self._confinement is None:
-            probe = _Zygote(self._ctx, None, self._scratch, self._limits)
-            self._confinement = probe.confinement
-            probe.kill()
-            probe.process.join(5)
+            self._confinement = self._open().confinement
         return self._confinement
 
     def settings(self) -> dict:
@@ -168,17 +239,21 @@ class Scorer:
             why = (built if isinstance(built, dict) else results if isinstance(results, dict) else {}).get("fatal")
             raise RuntimeError(f"the scoring zygote for {family.key} died" + (f": {why}" if why else ""))
         for index, kind, value, refused in results:
-            counts.refused += refused
+            counts.refused += refused is True  # a flag per answer: no number of its own is summed
             if kind == "score":
                 yield index, value
             else:
                 field = _COUNTED[kind]
                 setattr(counts, field, getattr(counts, field) + 1)
 
+    def _open(self) -> _Server:
+        if self._server is None:
+            raise RuntimeError("this Scorer is closed")
+        return self._server
+
     def _zygote(self, family: Family) -> _Zygote:
         if family.key not in self._zygotes:
-            self._zygotes[family.key] = _Zygote(self._ctx, family, self._scratch, self._limits)
-            self._confinement = self._confinement or self._zygotes[family.key].confinement
+            self._zygotes[family.key] = _Zygote(self._open(), family)
             while len(self._zygotes) > ZYGOTES:
                 _, oldest = self._zygotes.popitem(last=False)
                 oldest.kill()
@@ -186,12 +261,14 @@ class Scorer:
         return self._zygotes[family.key]
 
     def close(self) -> None:
-        zygotes = list(getattr(self, "_zygotes", {}).values())
-        for zygote in zygotes:
+        if getattr(self, "_owner", os.getpid()) != os.getpid():
+            return
+        for zygote in getattr(self, "_zygotes", {}).values():
             zygote.kill()
-        for zygote in zygotes:
-            zygote.process.join(5)
         self._zygotes = OrderedDict()
+        if getattr(self, "_server", None) is not None:
+            self._server.close()  # returns once the server, and with it every zygote and answer, is gone
+            self._server = None
         shutil.rmtree(getattr(self, "_scratch", ""), ignore_errors=True)
 
     def __enter__(self):
@@ -199,47 +276,3 @@ class Scorer:
 
     def __exit__(self, *exc):
         self.close()
-
-
-def _context():
-    """A forkserver that has imported the zygote and the default source, started with
-    PYTHONHASHSEED=0 and an emptied environment.
-
-    forkserver, not fork: CUDA does not survive fork, and the server starts before any CUDA work.
-    Preloading makes a zygote cost milliseconds, not an import. The fixed hash seed makes its tasks
-    the ones Family.tasks() builds (some families' tasks depend on it).
-    """
-    ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["shortlist.scoring.zygote", source_.SOURCES[source_.DEFAULT]])
-    saved = dict(os.environ)
-    try:  # the server's environment is every worker's /proc/self/environ: give it no secrets
-        keep = ("PATH", "PYTHONPATH", "LANG")
-        os.environ.clear()
-        # single-threaded BLAS in the server and its zygotes: unshare() needs one thread
-        os.environ.update({k: saved[k] for k in keep if k in saved}, PYTHONHASHSEED="0", OMP_NUM_THREADS="1",
-                          OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
-        with _main_module_hidden():
-            mp.forkserver.ensure_running()
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-    return ctx
-
-
-@contextmanager
-def _main_module_hidden():
-    """Keep multiprocessing from re-running the caller's __main__ in the server and zygotes.
-
-    They need nothing from it, and a script without an `if __name__ == "__main__"` guard
-    would start a Scorer inside its own zygote.
-    """
-    main = sys.modules["__main__"]
-    saved = {name: main.__dict__[name] for name in ("__file__", "__spec__") if name in main.__dict__}
-    main.__dict__.pop("__file__", None)
-    main.__spec__ = None
-    try:
-        yield
-    finally:
-        main.__dict__.update(saved)
-        if "__spec__" not in saved:
-            del main.__spec__

@@ -5,10 +5,10 @@ hand-written BPF. It is a deny list, so the interpreter and the scorers' librari
 across versions; refused calls fail with EPERM (a scorer sees a PermissionError, scores 0.0).
 Calls of another ABI (i386, x32) are killed by libseccomp's architecture check.
 
-Two filters, stacked: the zygote installs KERNEL (it must still fork, kill and drop privileges
-for its children); every answer process adds ANSWER on top. libseccomp compiles a filter in
-~2 ms, so the zygote compiles once (libseccomp's own BPF export) and each child hands the program
-to the kernel with one prctl().
+Two filters, stacked: the zygote installs KERNEL (it must still fork, kill, unshare and drop
+privileges for its children, which mount their scratch); every answer process adds ANSWER on top.
+libseccomp compiles a filter in ~2 ms, so the zygote compiles once (libseccomp's own BPF export)
+and each child hands the program to the kernel with one prctl().
 """
 from __future__ import annotations
 
@@ -17,22 +17,27 @@ import errno
 import os
 
 # facilities no scoring process uses: new programs, the network, devices, other processes'
-# memory, mounts, kernel extensions, io_uring (whose operations seccomp cannot see)
+# memory, mounts (bar mount() itself, which an answer process needs for its scratch tmpfs before it
+# adds ANSWER), kernel extensions, io_uring (whose operations seccomp cannot see), SysV IPC and
+# POSIX message queues (which would outlive an answer where it has no IPC namespace of its own)
 KERNEL = ("execve", "execveat", "socket", "socketpair", "connect", "bind", "listen", "accept", "accept4",
           "mknod", "mknodat", "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp",
-          "mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen", "fsmount", "fspick",
+          "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen", "fsmount", "fspick",
           "fsconfig", "mount_setattr", "bpf", "perf_event_open", "userfaultfd", "io_uring_setup",
           "io_uring_enter", "io_uring_register", "kexec_load", "kexec_file_load", "init_module",
           "finit_module", "delete_module", "reboot", "swapon", "swapoff", "acct", "quotactl", "syslog",
           "add_key", "request_key", "keyctl", "open_by_handle_at", "name_to_handle_at", "settimeofday",
           "clock_settime", "clock_adjtime", "adjtimex", "sethostname", "setdomainname", "iopl", "ioperm",
-          "vhangup")
+          "vhangup", "shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semtimedop", "semctl", "msgget",
+          "msgsnd", "msgrcv", "msgctl", "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify",
+          "mq_getsetattr")
 # what an answer must not do to the rest of the run: make processes (threads stay allowed), signal,
-# change identity or namespace, or make itself debuggable again
-ANSWER = KERNEL + ("fork", "vfork", "kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo",
-                   "pidfd_open", "pidfd_send_signal", "unshare", "setns", "setuid", "setgid", "setreuid",
-                   "setregid", "setresuid", "setresgid", "setgroups", "setfsuid", "setfsgid", "capset",
-                   "setsid", "setpgid")
+# change identity or namespace, mount (over its scratch tmpfs), hold memory no rlimit counts
+# (memfd_create: pages written to it count against no address space), or make itself debuggable again
+ANSWER = KERNEL + ("mount", "memfd_create", "fork", "vfork", "kill", "tkill", "tgkill", "rt_sigqueueinfo",
+                   "rt_tgsigqueueinfo", "pidfd_open", "pidfd_send_signal", "unshare", "setns", "setuid",
+                   "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setgroups", "setfsuid",
+                   "setfsgid", "capset", "setsid", "setpgid")
 _CLONE_THREAD = 0x10000
 _PR_SET_DUMPABLE, _PR_SET_PTRACER, _PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP = 4, 0x59616D61, 38, 22
 _SECCOMP_MODE_FILTER = 2

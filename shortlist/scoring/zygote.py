@@ -2,24 +2,30 @@
 fresh process per answer.
 
 Nine scorers hand the answer to eval() or to sympy's parse_expr (which ends in eval), so an
-answer is code, and whatever it does must end with it. scorer.Scorer starts a zygote per family
-from a forkserver that preloaded this module and the default source (PYTHONHASHSEED=0, an emptied
-environment, single-threaded BLAS). The zygote
+answer is code, and whatever it does must end with it. The scoring server (server.py) forks a
+zygote per family, each process 1 of a PID namespace of its own where namespaces hold. The zygote
 imports what the family's scorer needs and builds its tasks, outside every deadline; each answer is
 then scored in a child forked from it, which confines itself before it reads the answer and is
 killed (with all it started) as soon as it replies or passes its deadline. Children are forked
 ahead of need (a pool), so a batch's answers do not wait for fork().
 
 What an answer process is (isolation, landlock and syscalls apply the layers; each reports
-whether it took, and the zygote reports them as the confinement):
+whether it took):
 - process 1 of a PID namespace of its own: when it dies, everything it started dies;
+- an IPC namespace of its own, and its scratch a tmpfs of Limits.scratch_mb in a mount namespace
+  of its own: SysV shared memory and files it wrote are gone with it, and its disk use is bounded;
 - uid/gid nobody where the project runs as root, no capabilities, not dumpable, no_new_privs;
-- a seccomp filter: no processes, exec, sockets, device nodes, signals, ptrace, mounts ...;
-- Landlock: writes only beneath its own scratch directory; its zygote's network namespace;
+- a seccomp filter: no processes, exec, sockets, device nodes, signals, ptrace, mounts, SysV IPC ...;
+- Landlock: reads only the interpreter, its libraries and the imported code, writes only beneath
+  its scratch; the server's network namespace;
 - rlimits: address space, CPU, file size, open files, processes (0), no core files;
-- its own reply pipe: the worst it can do is fake its own score. Replies are JSON, never pickle.
-A Python audit hook counts (and refuses) the operations a scorer attempts; it is a convenience
-for the counts, not a boundary: code that reaches C unaudited passes it, the layers above do not.
+- its own reply pipe: the worst it can do is fake its own score. Replies are JSON, never pickle,
+  checked field by field; nothing in them is summed.
+The server probes the layers once, in a zygote that forks one answer process and reports what took
+(the plan, the recorded confinement); every later answer process reports the same layers before
+it may read an answer, or it is killed unused. A Python audit hook refuses (and flags) the
+operations a scorer attempts; it is a convenience for the counts, not a boundary: code that
+reaches C unaudited passes it, the layers above do not.
 """
 from __future__ import annotations
 
@@ -31,9 +37,11 @@ import select
 import shutil
 import signal
 import sys
+import tempfile
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 
 from shortlist.scoring import hugepages, isolation, landlock, syscalls
 from shortlist.sources import source as source_
@@ -42,6 +50,9 @@ REPLY_LIMIT = 1 << 16
 ENTRIES = 4096  # tasks a zygote keeps built
 POOL_MAX = 32  # children forked ahead: a GRPO step's 32 answers find theirs waiting
 FROZEN_MB = 64  # an answered process larger than this is killed at once, not at the end of its batch
+FAILURES = 3  # answer processes that may die, or come up with other layers than the plan, before the zygote gives up
+# the server's environment (scorer.py starts it with this one), every zygote's and every answer's:
+# it is what /proc/self/environ shows them, so it holds no secret; one thread for BLAS (unshare needs one)
 ENVIRONMENT = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
                "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
 
@@ -51,7 +62,7 @@ class Limits:
     memory_mb: int  # address space of an answer process
     cpu_seconds: int  # its CPU time, a backstop behind the deadline
     workers: int  # answers scored at once
-    file_mb: int = 64
+    scratch_mb: int = 16  # the answer's scratch tmpfs, and its largest file (RLIMIT_FSIZE)
     open_files: int = 64
 
 
@@ -65,34 +76,42 @@ class _Child:
     deadline: float = 0.0
 
 
-def zygote(conn, source, name: str | None, config: dict, scratch: str, limits: Limits) -> None:
-    """Serve one family of a source (source_.wire()) until the connection closes. name None: report
-    the confinement, exit."""
+def run(fd: int, source, name: str | None, config: dict, scratch: str, limits: Limits, plan: dict | None) -> None:
+    """Serve one family of a source (source_.wire()) on connection fd until it closes; name None:
+    probe the confinement (plan None), report it, return. Runs in a child of the server."""
+    conn = Connection(fd)
     try:
-        Zygote(conn, source, name, config, scratch, limits).serve()
+        Zygote(conn, source, name, config, scratch, limits, plan).serve()
     except Exception as e:  # noqa: BLE001  a bug here, not an answer's doing: the Scorer raises it
-        conn.send_bytes(json.dumps({"fatal": f"{type(e).__name__}: {e}"}).encode())
+        try:
+            conn.send_bytes(json.dumps({"fatal": f"{type(e).__name__}: {e}"}).encode())
+        except OSError:
+            pass
 
 
 class Zygote:
-    def __init__(self, conn, source, name, config, scratch, limits):
-        gc.freeze()  # what the forkserver imported: never traversed again, here or in any child
-        isolation.die_with_parent()
-        self.conn, self.name, self.config, self.scratch, self.limits = conn, name, config, scratch, limits
+    def __init__(self, conn, source, name, config, scratch, limits, plan):
+        gc.freeze()  # what the server imported: never traversed again, here or in any child
+        self.conn, self.name, self.config, self.limits = conn, name, config, limits
+        self.plan = plan  # the layers every answer process must hold (None: this zygote probes them)
+        self.probing = plan is None
         self.source = source_.arrive(source) if source else None
         _quiet()
-        os.chdir(scratch)
+        self.scratch = tempfile.mkdtemp(prefix="zygote-", dir=scratch)  # its pid is 1 like every other zygote's
+        os.chmod(self.scratch, 0o711)  # answer processes (uid nobody) reach their own directory, list nothing
+        os.chdir(self.scratch)
         sys.path[:] = [p for p in sys.path if p not in ("", ".")]  # nothing importable from a scratch directory
-        os.environ.clear()  # the forkserver's was already emptied; this one is every child's
+        os.environ.clear()  # the server's was already this; os.environ is every child's
         os.environ.update(ENVIRONMENT)
-        self.layers = {"environment": "emptied", "hash_seed": 0 if sys.flags.hash_randomization == 0 else "random"}
-        self.layers["network_namespace"], self.layers["namespaces_held_by"] = isolation.own_namespaces()
-        self.pids = isolation.PidNamespaces()
+        self.pids = isolation.PidNamespaces(wanted=plan is None or plan["process_tree"] == "pid_namespace")
         self.root = isolation.real_root()
         isolation.not_dumpable()
         isolation.no_new_privs()
-        landlock.restrict(scratch)
-        self.layers["seccomp_zygote"] = syscalls.load(syscalls.build(syscalls.KERNEL))
+        self.layers = {"seccomp_zygote": syscalls.load(syscalls.build(syscalls.KERNEL))}
+        if plan is not None and (self.layers["seccomp_zygote"] != plan["seccomp_zygote"]
+                                 or self.pids.available != (plan["process_tree"] == "pid_namespace")):
+            raise RuntimeError(f"the zygote cannot apply the probed layers: {self.layers}, "
+                               f"PID namespaces {self.pids.available}")
         self.answer_filter = syscalls.build(syscalls.ANSWER)
         self.entries: OrderedDict[int, bytes] = OrderedDict()
         self.scorer = self.warm = None
@@ -100,26 +119,29 @@ class Zygote:
             self.scorer = self.source.scorer(name, config)
             self.warm = self.source.entry(name, config, 0)
             _score(self.scorer, self.warm, self.warm["answer"])  # imports what the scorer needs, here, once
+        self.readable = landlock.readable()  # after the warm-up: the code it imported
         gc.collect()
         gc.freeze()  # children then leave the zygote's objects alone: fewer copied pages per fork
         self.ready: list[_Child] = []
         self.starting: dict[int, _Child] = {}
-        self.results: list = []  # the batch's [index, kind, value, refused]
+        self.results: list = []  # the batch's [index, kind, value, refused?]
         self.frozen: list[_Child] = []  # answered and stopped; killed when the batch ends
         self.dying: list[_Child] = []  # killed, not yet reaped
         self.target = limits.workers  # children kept forked ahead
         self.batches = 0
         self.count = 0
-        self.failures = 0  # children that died confining themselves
+        self.failures = 0  # children that died confining themselves, or came up with other layers
 
     def serve(self) -> None:
         self.spawn()
-        while not self.ready:  # the first child's layers are every child's
+        while not self.ready:  # probing: its layers are the plan; else the first one that holds the plan
+            if not self.starting:
+                self.spawn()
             readable, _, _ = select.select(list(self.starting), [], [], 120)
             if not readable:
                 raise RuntimeError("an answer process did not start")
             self.started(readable[0])
-        self.conn.send_bytes(json.dumps({"confinement": self.layers}).encode())
+        self.conn.send_bytes(json.dumps({"confinement": self.layers} if self.probing else "ready").encode())
         if self.name is None:
             return
         while True:
@@ -156,7 +178,7 @@ class Zygote:
                     child.index, child.deadline = index, time.monotonic() + deadline_s
                     running[child.replies] = child
                 else:
-                    self.report(index, "crash", None, 0)  # it died before its answer: nothing of it ran
+                    self.report(index, "crash", None, False)  # it died before its answer: nothing of it ran
             deadline = min((c.deadline for c in running.values()), default=time.monotonic() + 120)
             readable, _, _ = select.select([*running, *self.starting], [], [], max(0.0, deadline - time.monotonic()))
             if not readable and not running:
@@ -170,7 +192,7 @@ class Zygote:
             for fd, child in list(running.items()):
                 if now >= child.deadline:
                     del running[fd]
-                    self.finish(child, "timeout", None, 0)
+                    self.finish(child, "timeout", None, False)
         while self.frozen:  # before the batch returns, every one of its answer processes is killed
             self.kill(self.frozen.pop())
         self.conn.send_bytes(json.dumps(self.results).encode())
@@ -192,12 +214,12 @@ class Zygote:
                 view = view[os.write(child.jobs, view):]
             return True
         except OSError:
-            self.finish(child, None, None, 0)
+            self.finish(child, None, None, False)
             return False
         finally:
             os.close(child.jobs)  # EOF ends the job
 
-    def finish(self, child: _Child, kind: str | None, value, refused: int) -> None:
+    def finish(self, child: _Child, kind: str | None, value, refused: bool) -> None:
         """An answer is done: its process stops at once and is killed at the end of the batch.
 
         Stopped, not killed: tearing down a process's memory costs a millisecond or more of CPU
@@ -218,7 +240,7 @@ class Zygote:
         isolation.kill_tree(child.pid)
         self.dying.append(child)
 
-    def report(self, index: int, kind: str, value, refused: int) -> None:
+    def report(self, index: int, kind: str, value, refused: bool) -> None:
         self.results.append([index, kind, value, refused])
 
     def reap(self) -> None:
@@ -241,21 +263,23 @@ class Zygote:
     def started(self, fd: int) -> None:
         """A starting child said hello (confined, warmed, waiting), or died trying."""
         child = self.starting.pop(fd)
-        hello = os.read(fd, REPLY_LIMIT)
-        if hello:
-            if "answer_process" not in self.layers:
-                self.layers.update(json.loads(hello))
+        layers = _layers(os.read(fd, REPLY_LIMIT))  # written before it read any answer: its word is good here
+        if layers is not None and self.probing and not self.plan:
+            self.layers.update(layers)
+            self.plan = dict(self.layers)
+        if layers is not None and layers == {k: self.plan.get(k) for k in layers}:
             self.ready.append(child)
             return
         self.failures += 1
-        if self.failures > 3:
-            raise RuntimeError("answer processes die while confining themselves")
+        if self.failures > FAILURES:
+            raise RuntimeError(f"answer processes die while confining themselves, or hold other layers "
+                               f"than probed: {layers}")
         os.close(child.jobs)
-        self.finish(child, None, None, 0)
+        self.finish(child, None, None, False)
 
     def spawn(self) -> None:
         self.count += 1
-        home = os.path.join(self.scratch, f"{os.getpid()}.{self.count}")
+        home = os.path.join(self.scratch, str(self.count))
         os.mkdir(home, 0o700)
         if self.root:
             os.chown(home, isolation.UNPRIVILEGED, isolation.UNPRIVILEGED)
@@ -273,20 +297,35 @@ class Zygote:
         self.reap()
 
 
-def _reply(data: bytes) -> tuple[str, object, int]:
-    """A child's reply, checked: (kind, value, refused). Anything else is a crash."""
+def _layers(hello: bytes) -> dict | None:
+    try:
+        layers = json.loads(hello)
+        return layers if isinstance(layers, dict) else None
+    except ValueError:
+        return None
+
+
+def _reply(data: bytes) -> tuple[str, object, bool]:
+    """A child's reply, checked: (kind, value, refused?). Anything else is a crash.
+
+    The reply is the answer's own word, so nothing in it may break the parent: exactly the keys an
+    answer process writes, a float score (a huge int, which float() refuses, is a crash), an error
+    name cut to 100 characters, and `refused` a bool, counted once per answer and never summed.
+    JSON that nests too deep raises RecursionError here, and is a crash too.
+    """
     try:
         reply = json.loads(data)
-        refused = reply["refused"]
-        if not isinstance(refused, int) or isinstance(refused, bool) or refused < 0:
+        if type(reply) is not dict or type(reply.get("refused")) is not bool or len(reply) != 2:
             raise ValueError
         if "score" in reply:
-            if not isinstance(reply["score"], (int, float)) or isinstance(reply["score"], bool):
+            if type(reply["score"]) not in (int, float):
                 raise ValueError
-            return "score", reply["score"], refused
-        return "error", str(reply["error"])[:100], refused
-    except Exception:  # noqa: BLE001  nothing, garbage, or half a reply
-        return "crash", None, 0
+            return "score", float(reply["score"]), reply["refused"]
+        if type(reply.get("error")) is not str:
+            raise ValueError
+        return "error", reply["error"][:100], reply["refused"]
+    except Exception:  # noqa: BLE001  nothing, garbage, half a reply, an int float() cannot hold
+        return "crash", None, False
 
 
 # --- an answer process ------------------------------------------------------------------------------
@@ -308,7 +347,7 @@ def _answer_process(zygote: Zygote, job_r: int, reply_w: int, home: str) -> None
         return  # the zygote went away
     size = int.from_bytes(job[:8], "little")
     entry, answer = pickle.loads(job[8:8 + size]), job[8 + size:].decode("utf-8", "surrogatepass")
-    refused = 0
+    refused = False
     try:
         reply = {"score": _score(zygote.scorer, entry, answer)}
     except BaseException as e:  # noqa: BLE001  SystemExit and KeyboardInterrupt too: the answer raised them
@@ -320,7 +359,9 @@ def _answer_process(zygote: Zygote, job_r: int, reply_w: int, home: str) -> None
 
 
 def _confine(zygote: Zygote, job_r: int, reply_w: int, home: str) -> dict:
-    """Every layer, in the order the kernel needs them; returns which took."""
+    """Every layer, in the order the kernel needs them; returns which took. Where the zygote holds a
+    plan, only the layers it names are tried, and the zygote checks that each of them took."""
+    plan = zygote.plan or {}
     os.setsid()  # a process group of its own, for machines without PID namespaces
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
@@ -335,19 +376,27 @@ def _confine(zygote: Zygote, job_r: int, reply_w: int, home: str) -> dict:
             f.write("1000")
     except OSError:
         pass
+    layers = {"answer_process": "one per answer",
+              "process_tree": "pid_namespace" if os.getpid() == 1 else "process_group"}
+    layers["ipc_namespace"] = plan.get("ipc_namespace", True) and isolation.own_ipc()
+    tmpfs = f"tmpfs {zygote.limits.scratch_mb} MiB"
+    mounted = plan.get("scratch", tmpfs) == tmpfs and isolation.scratch_tmpfs(
+        home, zygote.limits.scratch_mb, isolation.UNPRIVILEGED if zygote.root else None)
+    layers["scratch"] = tmpfs if mounted else "none: files cannot grow"  # RLIMIT_FSIZE 0 below, read-only to Landlock
     os.chdir(home)
     os.environ.update(HOME=home, TMPDIR=home)
-    layers = {"answer_process": "one per answer", "process_tree": "pid_namespace" if os.getpid() == 1 else "process_group"}
+    rules = landlock.ruleset(zygote.readable, home, writable=mounted)  # while it may still open every path
     layers["user"] = isolation.drop_privileges(zygote.root)
     layers["capabilities"] = isolation.capabilities()
     layers["dumpable"] = not isolation.not_dumpable()
     isolation.die_with_parent()  # after the uid change, which clears it
     layers["no_new_privs"] = isolation.no_new_privs()
     layers["rlimits"] = isolation.limit({"AS": zygote.limits.memory_mb << 20, "CPU": zygote.limits.cpu_seconds,
-                                         "FSIZE": zygote.limits.file_mb << 20, "NOFILE": zygote.limits.open_files,
-                                         "CORE": 0, "NPROC": 0})
-    layers["landlock_abi"] = landlock.restrict(home)
+                                         "FSIZE": zygote.limits.scratch_mb << 20 if mounted else 0,
+                                         "NOFILE": zygote.limits.open_files, "CORE": 0, "NPROC": 0})
+    layers["landlock_abi"] = landlock.restrict(rules)
     layers["seccomp"] = syscalls.load(zygote.answer_filter)
+    sys.dont_write_bytecode = True  # a lazy import writes no .pyc (Python ignores SIGXFSZ: the write fails)
     sys.addaudithook(_audit_hook(home))
     layers["audit_hook"] = True
     return layers
@@ -376,7 +425,7 @@ _PATH_EVENTS = {"os.remove", "os.rmdir", "os.mkdir", "os.rename", "os.symlink", 
                 "os.chown", "os.truncate", "os.utime", "shutil.rmtree", "shutil.copyfile", "shutil.move",
                 "shutil.copytree", "os.mkfifo", "os.mknod"}
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
-refused = 0  # operations refused while scoring this answer
+refused = False  # whether the hook refused an operation while scoring this answer
 
 
 def _inside(path, home: str) -> bool:
@@ -400,6 +449,6 @@ def _audit_hook(home: str):
         else:
             return
         if bad:
-            refused += 1
+            refused = True
             raise PermissionError(f"{event} is refused in the scorer sandbox")
     return hook

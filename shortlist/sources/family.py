@@ -7,7 +7,22 @@ A family is written as one string, on a command line or as a papermill parameter
     myenv.task(x=1)                     a family of another registered source (source.py)
 Values are Python literals. Several families are separated by commas outside parentheses. A
 string is parsed once into a Family (parse() remembers what it read), which is validated when it
-is made: an unknown name or setting, or a value the family refuses, is one line.
+is made, before anything is written; each refusal is one line that names the setting:
+- an unknown name or setting (with close names);
+- a value that is not a number, a string, True/False/None or a list of them, a number that is not
+  finite (1e309 reads as inf), a string over TEXT_MAX characters, a list over LIST_MAX items;
+- a value of the wrong kind, where the source says which kinds a setting takes (its optional
+  kinds(); Reasoning Gym's come from the config's annotations and defaults): max_terms=2.5 where
+  an int is due, max_digits='x';
+- a value the family's own validate() refuses;
+- a config that cannot build one task within a budget. The rule: a config the source defines
+  itself (its defaults, a curriculum level) is taken as it is; any other one builds the task of
+  seed 0 first, in a forked process held to BUILD_MEMORY bytes of memory more than this process
+  maps and BUILD_CPU_S seconds of CPU (BUILD_WALL_S of wall time as a backstop), into a question
+  of at most QUESTION_MAX characters. A size no machine can build (chain_sum(max_terms=1000000000)
+  grew to a MemoryError after 72 s) is then refused within that budget, naming the settings
+  beyond the family's own curriculum. No magnitude cap would do: some families are exponential in
+  a small number, and others take values up to 2**31 at their own levels (count_bits).
 """
 from __future__ import annotations
 
@@ -15,7 +30,13 @@ import difflib
 import functools
 import hashlib
 import json
+import math
+import os
 import re
+import resource
+import select
+import signal
+import time
 from dataclasses import dataclass, field
 
 from shortlist import spec
@@ -29,6 +50,21 @@ DEFAULT = ("basic_arithmetic", "propositional_logic", "word_sorting", "leg_count
 
 class FamilyError(OneLine, ValueError):
     """A family string that cannot name a family; the message is one line."""
+
+
+TEXT_MAX = 10_000  # characters in a string setting (Reasoning Gym's longest defaults are word lists of ~100)
+LIST_MAX = 1_000  # items in a list setting, nested lists included
+CONFIG_MAX = 100_000  # characters of a whole config as JSON: the key every record and message carries
+SLUG_MAX = 200  # a file name holds 255 bytes, and the longest made from a slug adds 32 (a notebook's temporary name)
+# The budget for building one task of a config the source does not define itself (module docstring): twice
+# the slowest seed-0 task of any Reasoning Gym family's hardest level, measured on the project's CPU machine
+# (zebra_puzzles, 10.4 s of CPU; every other family under 3 s; jugs' hardest runs 169 s and then fails),
+# and memory well above what any took (the whole process, Reasoning Gym imported, peaked at 228 MB
+# building all of them)
+BUILD_MEMORY = 512 << 20  # bytes of address space beyond what this process already maps
+BUILD_CPU_S = 20
+BUILD_WALL_S = 120  # a backstop behind the CPU limit: a loaded machine, a task that waits
+QUESTION_MAX = 1_000_000  # characters: ~250k tokens, beyond the context of any model trained here (Qwen3-0.6B: 32k)
 
 
 def unknown(name: str, source: str = source_.DEFAULT) -> FamilyError:
@@ -57,16 +93,34 @@ class Family:
         except KeyError as e:
             raise FamilyError(str(e).strip("'\"")) from None
         check_name(self.name, self.source)
+        self._check_settings(src)
+        try:  # the family's own checks catch impossible values before any model loads
+            src.validate(self.name, self.config)
+        except Exception as e:  # noqa: BLE001  whatever a source raises, the user reads one line
+            raise FamilyError(f"{self.key}: {one_line(e)}") from None
+        if self.config and self.config not in _own_configs(self.source, self.name):
+            why = _build_within_budget(self.source, self.name, self.config)
+            if why:
+                beyond = _beyond(self.source, self.name, self.config) or sorted(self.config)
+                raise FamilyError(f"{self.key}: {why}; lower {' or '.join(beyond)}")
+
+    def _check_settings(self, src) -> None:
+        """Each setting known to the source, a literal within bounds, of a kind the source takes."""
         known = src.settings(self.name)
         for key in self.config:
             if key not in known:
                 close = difflib.get_close_matches(key, sorted(known), n=2, cutoff=0.6)
                 hint = f"; did you mean {', '.join(close)}?" if close else f"; it takes {', '.join(sorted(known))}"
                 raise FamilyError(f"{self.name} has no setting {key!r}{hint}")
-        try:  # the family's own checks catch impossible values before any model loads
-            src.validate(self.name, self.config)
-        except Exception as e:  # noqa: BLE001  whatever a source raises, the user reads one line
-            raise FamilyError(f"{self.key}: {one_line(e)}") from None
+        kinds = src.kinds(self.name) if hasattr(src, "kinds") else {}
+        for key, value in self.config.items():
+            why = _not_literal(value) or (None if key not in kinds or _of_kind(value, kinds[key]) else
+                                          f"must be {' or '.join(k.__name__ for k in kinds[key])}")
+            if why:
+                raise FamilyError(f"{self.name}: {key}={_short(value)}: {why}")
+        if len(json.dumps(self.config)) > CONFIG_MAX:
+            raise FamilyError(f"{self.name}: a config of {len(json.dumps(self.config)):,} characters as JSON "
+                              f"(at most {CONFIG_MAX:,})")
 
     @property
     def key(self) -> str:
@@ -76,9 +130,13 @@ class Family:
 
     @property
     def slug(self) -> str:
-        """A file-name-safe form of the key (letters, digits, '.', '_', '-')."""
+        """A file-name-safe form of the key (letters, digits, '.', '_', '-'); past SLUG_MAX characters, its
+        start and a hash of the key, so that every file named from it can be made."""
         parts = [self.key.split("(")[0]] + [f"{k}-{self.config[k]!r}" for k in sorted(self.config)]
-        return re.sub(r"[^A-Za-z0-9._-]+", "_", ".".join(parts)).strip("_")
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "_", ".".join(parts)).strip("_")
+        if len(slug) <= SLUG_MAX:
+            return slug
+        return f"{slug[:SLUG_MAX - 17]}-{hashlib.sha256(self.key.encode()).hexdigest()[:16]}"
 
     def task(self, seed: int) -> dict:
         return self.tasks([seed])[0]
@@ -90,6 +148,146 @@ class Family:
 
     def __hash__(self):  # the config is a dict, so hash by the canonical key
         return hash(self.key)
+
+
+def _not_literal(value, depth: int = 0) -> str | None:
+    """Why a setting's value is not one a config can carry between processes (JSON), or None."""
+    if value is None or isinstance(value, (bool, int)):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else "not a finite number"
+    if isinstance(value, str):
+        return None if len(value) <= TEXT_MAX else f"a string of {len(value):,} characters (at most {TEXT_MAX:,})"
+    if isinstance(value, list):
+        if depth > 3 or _items(value) > LIST_MAX:
+            return f"a list of more than {LIST_MAX:,} items or nested deeper than 4"
+        return next((why for item in value if (why := _not_literal(item, depth + 1))), None)
+    return f"a {type(value).__name__}: give a number, a string, True, False, None or a list of them"
+
+
+def _items(value) -> int:
+    return sum(1 + _items(v) for v in value) if isinstance(value, list) else 0
+
+
+def _of_kind(value, kinds: tuple) -> bool:
+    if isinstance(value, bool):  # an int is not a bool, nor a bool an int, here
+        return bool in kinds
+    return isinstance(value, tuple(k for k in kinds if k is not bool))
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+@functools.lru_cache(maxsize=256)
+def _levels(source: str, name: str) -> tuple:
+    """The configs a source defines itself for a family: each curriculum level's overrides."""
+    src, found = source_.get(source), []
+    for at in range(src.levels(name)):
+        try:
+            found.append(src.level(name, at))
+        except Exception:  # noqa: BLE001  a level that cannot be written as a config is not one of these
+            pass
+    return tuple(found)
+
+
+def _own_configs(source: str, name: str) -> tuple:
+    return ({},) + _levels(source, name)
+
+
+def _beyond(source: str, name: str, config: dict) -> list[str]:
+    """The numeric settings of a config larger than any level of the family's curriculum gives them."""
+    largest = {}
+    for level in _levels(source, name):
+        for key, value in level.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                largest[key] = max(largest.get(key, 0), abs(value))
+    return sorted(key for key, value in config.items() if isinstance(value, (int, float))
+                  and not isinstance(value, bool) and abs(value) > largest.get(key, math.inf if largest else 0))
+
+
+def _build_within_budget(source: str, name: str, config: dict) -> str | None:
+    """Why the task of seed 0 cannot be built within the budget (module docstring), or None.
+
+    A fork of this process builds it (Reasoning Gym is already imported here; the hash seed does not
+    matter for whether it builds), under rlimits of its own, and replies on a pipe."""
+    if not hasattr(os, "fork"):
+        return None
+    read, write = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:  # no process to spare (RLIMIT_NPROC, memory): the family's own validate() has judged it
+        os.close(read)
+        os.close(write)
+        return None
+    if pid == 0:  # the child: whatever happens, it ends here, never in the caller's code
+        try:
+            os.close(read)
+            os.write(write, _build_one(source, name, config)[:4096])
+        finally:
+            os._exit(0)
+    os.close(write)
+    reply, deadline = b"", time.monotonic() + BUILD_WALL_S
+    try:
+        while True:
+            ready, _, _ = select.select([read], [], [], max(0.0, deadline - time.monotonic()))
+            chunk = os.read(read, 4096) if ready else None
+            if not chunk:
+                break
+            reply += chunk
+    finally:
+        os.close(read)
+        if not reply:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        _, status = os.waitpid(pid, 0)
+    if reply.startswith(b"ok "):
+        chars = int(reply.split()[1])
+        if chars > QUESTION_MAX:
+            return f"one task's question is {chars:,} characters long (at most {QUESTION_MAX:,})"
+        return None
+    if reply == b"memory" or os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGSEGV:
+        return f"one task needs more than {BUILD_MEMORY >> 20} MiB of memory to build"
+    if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:
+        return f"one task takes more than {BUILD_CPU_S} s of CPU to build"
+    if not reply:
+        return f"one task did not build within {BUILD_WALL_S} s"
+    return f"building one task fails: {reply.decode('utf-8', 'replace').removeprefix('error ')}"
+
+
+def _build_one(source: str, name: str, config: dict) -> bytes:
+    """In the forked child: the task of seed 0 under the budget's rlimits, as a reply for the parent."""
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM):  # the parent's handlers are not this child's
+            signal.signal(sig, signal.SIG_DFL)
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):  # what a family prints while it builds is not the parent's output
+            os.dup2(null, fd)
+        _limit(resource.RLIMIT_AS, _mapped() + BUILD_MEMORY)
+        _limit(resource.RLIMIT_CPU, BUILD_CPU_S)
+        _limit(resource.RLIMIT_CORE, 0)
+        return b"ok %d" % len(str(source_.get(source).entry(name, config, 0)["question"]))
+    except MemoryError:
+        return b"memory"
+    except BaseException as e:  # noqa: BLE001  the parent says why, in one line
+        return b"error " + one_line(e).encode("utf-8", "replace")
+
+
+def _limit(which: int, value: int) -> None:
+    _, hard = resource.getrlimit(which)
+    resource.setrlimit(which, (value if hard == resource.RLIM_INFINITY else min(value, hard), hard))
+
+
+def _mapped() -> int:
+    """Bytes of address space this process maps now (its limit is set above it)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return 0
 
 
 def parse(text: str | Family) -> Family:

@@ -9,9 +9,12 @@ PYTHONHASHSEED=0 (some families iterate over sets of strings).
 """
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import importlib.metadata
 import json
+import types
+import typing
 
 import reasoning_gym
 from reasoning_gym.factory import CURRICULA, DATASETS, create_curriculum
@@ -27,6 +30,38 @@ def names() -> list[str]:
 
 def settings(family: str) -> set[str]:
     return {f.name for f in dataclasses.fields(DATASETS[family][1])} - set(NOT_CONFIG)
+
+
+def kinds(family: str) -> dict[str, tuple[type, ...]]:
+    """The kinds of value (int, float, bool, str, list, None) each config field takes, read from its
+    annotation and its default (Reasoning Gym has int-annotated fields with float defaults); a field
+    whose annotation is none of these (a date, an enum, a nested config) is left to validate()."""
+    config = DATASETS[family][1]
+    try:
+        hints, defaults = typing.get_type_hints(config), config()
+    except Exception:  # noqa: BLE001  a config without usable defaults or hints: validate() alone judges it
+        return {}
+    found = {}
+    for f in dataclasses.fields(config):
+        taken = _kinds(hints.get(f.name))
+        if f.name not in NOT_CONFIG and taken is not None:
+            found[f.name] = tuple(dict.fromkeys(taken + (_kinds(type(getattr(defaults, f.name))) or ())))
+    return found
+
+
+def _kinds(hint) -> tuple[type, ...] | None:
+    if hint in (bool, str, int, type(None)):
+        return (hint,)
+    if hint is float:  # 1 means 1.0
+        return (int, float)
+    if hint in (list, tuple) or typing.get_origin(hint) in (list, tuple, collections.abc.Sequence):
+        return (list,)  # a spec's tuples are lists
+    if typing.get_origin(hint) is typing.Literal:
+        return tuple(dict.fromkeys(type(v) for v in typing.get_args(hint)))
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        parts = [_kinds(a) for a in typing.get_args(hint)]
+        return None if None in parts else tuple(dict.fromkeys(k for part in parts for k in part))
+    return None
 
 
 def validate(family: str, config: dict) -> None:

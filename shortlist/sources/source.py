@@ -24,6 +24,7 @@ What a source module defines (every function deterministic in its arguments):
     levels(family) -> int                            difficulty levels (1: its default config only)
     level(family, level) -> dict                     the config overrides at a level (None: default)
     preload() -> None                                imports to pay once, before scoring processes fork
+    kinds(family) -> dict[str, tuple[type, ...]]     optional: the kinds each setting takes (family.py checks them)
 """
 from __future__ import annotations
 

@@ -80,7 +80,9 @@ def _stop() -> None:
 
 def main() -> None:
     assert fixed(), "the task builder must run with PYTHONHASHSEED=0"
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is its parent's to handle; the end of stdin stops it
+    # its parent's Ctrl-C (a kernel shut down by papermill sends the group SIGINT) is the parent's to
+    # handle: the helper ends when the parent closes its stdin, or dies with it, without a traceback
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     sys.stdout = sys.stderr  # some families print while they build; the protocol owns the real stdout
     for line in sys.stdin:

@@ -80,7 +80,7 @@ def test_run_all_by_hand_01_then_02_then_03_gives_the_report(tmp_path):
     from shortlist import sources as families
     family = "chain_sum(max_digits=1, max_terms=2)"
     values = {"model": "tiny", "trainee": "qwen3(max_new_tokens=8)", "families": [family],
-              "out": str(tmp_path / "run"), "steps": 2, "predict_tasks": 4, "eval_n": 8, "logging_steps": 1,
+              "out": str(tmp_path / "run"), "steps": 2, "predict_tasks": 4, "eval_n": 8, "min_unseen": 4, "logging_steps": 1,
               "checkpoint_every": 0, "bootstrap_n": 200}
     books = {p.name: p for p in NOTEBOOKS}
     for name in ("01_predict.ipynb", "02_train_family.ipynb", "03_report.ipynb"):
@@ -93,3 +93,35 @@ def test_run_all_by_hand_01_then_02_then_03_gives_the_report(tmp_path):
     assert isinstance(result, records.FamilyResult) and result.settings["steps"] == 2
     html = files.report(tmp_path / "run").read_text()  # 03's last cell wrote it, as the batch would
     assert "The rule held on" in html and "smoke run, not a finding" in html and result.predictions_sha256 in html
+    import re
+    links = re.findall(r'<a href="([^"#]+\.ipynb)"', html)
+    assert len(links) == 3 and all((tmp_path / "run" / link).is_file() for link in links)  # every link resolves
+    kept = nbformat.read(tmp_path / "run" / links[1], as_version=4)  # 02 as its kernel ran it
+    assert any("train.train_family(run)" in c.source for c in kept.cells)
+    assert "8.000000" not in html and re.search(r">\s*8\s*<", html)  # counts are integers, as the batch shows them
+
+
+def kaggle_lines(path: Path) -> list[str]:
+    nb = nbformat.read(path, as_version=4)
+    cell = next(c for c in nb.cells if "kaggle" in c.metadata.get("tags", []))
+    import re
+    return re.findall(r"`!(pip install [^`]+)`", cell.source)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_the_kaggle_install_line_works_from_any_folder(path, tmp_path):
+    """Kaggle's notebooks run in /kaggle/working, not in the clone: the line must name the clone's paths,
+    and nothing it installs may be relative to the folder it is typed in."""
+    import subprocess
+    import sys
+    (line,) = kaggle_lines(path)
+    root = Path(__file__).resolve().parents[2]
+    assert "requirements.txt" in line and not any(arg in (".", "-e.") for arg in line.split())
+    local = line.replace("/kaggle/working/shortlist", str(root))
+    # from another folder, pip resolves every requirement of the line: -r's and -e's paths included (no
+    # download: --dry-run --no-deps --no-index stops at the first package it would have to fetch)
+    args = local.split()[2:]
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "--no-build-isolation",
+                           *[a for a in args if a != "-q"][-2:]], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr  # -e <clone>: a Python project, found from any folder
+    assert not any(line.strip() in ("-e .", "-e.") for line in (root / "requirements.txt").read_text().splitlines())

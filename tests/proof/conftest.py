@@ -18,9 +18,11 @@ def synthetic(tmp_path):
 
     make({family: {"prediction": "improves" | "no change", "before": scores, "after": scores}})
     Optional per family: "screen" (fields of its screen), "before_answers"/"after_answers"
-    (None: not extracted), "before_flags"/"after_flags" ((clipped, repetitive) for every answer);
-    "failed": reason records a failed family. not_run=[...] adds committed families without a result."""
-    from proof import commit, files, records, runner, settings, train
+    (None: not extracted), "before_flags"/"after_flags" ((clipped, repetitive) for every answer),
+    "groups" (each evaluation task's distinct question), "baselines" (what constants earn, as
+    shortlist.audit.constants() says; default: nothing); "failed": reason records a failed family.
+    not_run=[...] adds committed families without a result."""
+    from proof import commit, files, heldout, records, runner, settings, train
     from proof.records import Evaluation
     from shortlist import sources as families
     from shortlist import screening
@@ -28,6 +30,7 @@ def synthetic(tmp_path):
 
     def make(cases: dict, not_run: tuple = (), **overrides):
         n = len(next(c["before"] for c in cases.values() if "before" in c))
+        overrides = {"min_unseen": min(10, n)} | overrides  # a handful of tasks: the smoke's floor, or fewer
         s = settings.make("smoke", families=[*cases, *not_run], eval_n=n, out=str(tmp_path / "run"), **overrides)
         screens = []
         for key in s.families:
@@ -36,10 +39,12 @@ def synthetic(tmp_path):
             screens.append(screening.summarize(key, [[1.0, 0.0] * 4] * 8, 1.0, s.profile).as_dict()
                            | case.get("screen", {}) | {"verdict": verdict, "prediction": trainee.prediction(verdict)})
         tasks = {key: {"predict": "0" * 64, "train": "0" * 64, "eval": "0" * 64} for key in s.families}
+        seeds = list(range(s.eval_seed, s.eval_seed + n))
+        held = {key: heldout.HeldOut(seeds, (), n, cases.get(key, {}).get("groups", range(n)), "0" * 64)
+                for key in s.families}
         sha = commit.write(s, screens, {"name": "tiny", "path": "/synthetic", "revision": None}, {},
-                           {"engine": "generate", "why": "synthetic", "checks": []}, tasks)
+                           {"engine": "generate", "why": "synthetic", "checks": []}, tasks, held)
         body, _ = commit.verified(s)
-        seeds = list(s.seed_ranges()["eval"])
         curve = [{"step": i + 1, "reward": 0.3, "reward_std": 0.2, "frac_reward_zero_std": 0.5,
                   "completion_length": 5.0, "clipped_ratio": 0.1} for i in range(s.steps)]
         for key, case in cases.items():
@@ -54,9 +59,14 @@ def synthetic(tmp_path):
                 flags = case.get(f"{part}_flags", [(False, False)] * n)
                 evals[part] = Evaluation(seeds, completions, answers, case[part], [c for c, _ in flags],
                                          [r for _, r in flags])
+            nothing = {"answer": '"0"', "accuracy": 0.0, "mean": 0.0}
+            after = list(evals["after"].answers)
+            baselines = case.get("baselines", {"distinct_answers": len(set(after)) / n, "mode": nothing,
+                                               "content_free": nothing})
             result = train.outcome(s, key, sha, commit.prediction_for(body, key), evals["before"], evals["after"],
                                    curve, timings={"train_s": 1.0, "eval_before_s": 0.5, "eval_after_s": 0.5},
-                                   engine={"before": {"engine": "static", "why": None, "checks": []}})
+                                   engine={"before": {"engine": "static", "why": None, "checks": []}},
+                                   baselines=baselines)
             records.write(path, result)
         return s
     return make

@@ -17,7 +17,8 @@ def test_a_gain_of_partial_credit_alone_is_labelled_and_headlined(synthetic):
     a = r.analyses["chain_sum"]
     assert a["learning"] == "partial credit only" and not a["accuracy_improved"]
     assert a["judgement"] == "did not hold (partial credit only)"
-    assert "0 were real learning (more correct answers) and 1 were partial credit only" in report.headline(r)
+    assert "0 were real learning (more correct answers than before and than any constant answer), 1 were partial " \
+           "credit only and 0 were collapse" in report.headline(r)
     fmt = report.format_table(r).data.iloc[0]
     assert fmt["answer length (chars)"] == "11.0 → 3.0"
 
@@ -101,5 +102,61 @@ def test_the_plan_is_committed_with_the_predictions(synthetic):
     s = synthetic({"chain_sum": {"prediction": "improves", "before": HALF, "after": HALF}})
     plan = commit.verified(s)[0]["analysis"]
     assert set(plan) == {"primary", "correctness", "format", "equivalence", "minimum_detectable_effect",
-                         "multiplicity", "alternatives", "correlations"}
+                         "multiplicity", "alternatives", "correlations", "unseen", "collapse"}
     assert f"eval_n = {N}" in plan["minimum_detectable_effect"]
+
+
+def test_a_trained_model_that_prints_one_answer_has_collapsed_and_is_not_counted_held(synthetic, scorer):
+    from shortlist import audit, sources, trainee
+    key = "coin_flip(max_trials=3)"
+    family = sources.parse(key)
+    tasks = family.tasks(range(100_000, 100_000 + N))
+    zero = scorer.score(family, [t["seed"] for t in tasks], ["0"] * N)  # "0" is right most of the time here
+    before = [0.0 if i % 2 else z for i, z in enumerate(zero)]  # half of those right before
+    constants = audit.constants(scorer, trainee.QWEN3, family, tasks, ["0"] * N)
+    s = synthetic({key: {"prediction": "improves", "before": before, "after": zero, "after_answers": ["0"] * N,
+                         "baselines": constants},
+                   "chain_sum": {"prediction": "improves", "before": HALF, "after": [1.0] * N}})
+    r = report.load(s.out)
+    a = r.analyses[key]
+    assert r.results[key].improved and a["improved"]  # the seed's analysis calls it a gain...
+    assert a["learning"] == "collapsed" and not a["judged"]  # ...that a constant answer matches
+    assert a["judgement"] == "held (collapsed)" and r.across["judged"] == ["chain_sum"]
+    assert constants["distinct_answers"] == 1 / N and constants["mode"]["accuracy"] == r.results[key].after.accuracy
+    text = report.headline(r)
+    assert "The rule held on 1 of 1 judged families" in text and "1 were collapse" in text
+    assert f"Trained but not judged (1): {key} (collapsed)" in text
+    assert any(w.startswith(f"{key}: its gain is collapse, not learning") for w in report.warnings(r))
+    assert "collapsed" in report.family_line(r, key) and "not judged: collapsed" in report.family_line(r, key)
+
+
+def test_a_family_the_proof_cannot_judge_is_trained_and_reported_apart(synthetic):
+    # eight distinct questions among 200 evaluation tasks: below min_unseen
+    s = synthetic({"chain_sum": {"prediction": "improves", "before": HALF, "after": [1.0] * N,
+                                 "groups": [i % 8 for i in range(N)]},
+                   "leg_counting": {"prediction": "improves", "before": HALF, "after": [1.0] * N}}, min_unseen=40)
+    r = report.load(s.out)
+    assert r.analyses["chain_sum"]["distinct"] == 8 and not r.analyses["chain_sum"]["judged"]
+    assert "only 8 distinct unseen evaluation questions" in r.body["not_judged"]["chain_sum"][0]
+    assert r.across["judged"] == ["leg_counting"] and r.across["rules"][0]["of"] == 1
+    assert "Trained but not judged (1): chain_sum (too few unseen questions)" in report.headline(r)
+    by_question = r.analyses["chain_sum"]["by_question"]
+    assert by_question["gain"] == pytest.approx(0.5)  # each of the 8 questions counted once
+
+
+def test_the_rule_and_a_simpler_rule_are_compared_where_they_disagree(synthetic):
+    up = {"before": HALF, "after": [1.0] * N}
+    flat = {"before": HALF, "after": HALF}
+    cases = {}
+    # pass@1 > 0 everywhere, so "pass@1 > 0" says improves everywhere; the rule says it on the first four
+    for i, name in enumerate(["chain_sum", "leg_counting", "products", "basic_arithmetic", "letter_counting", "aiw"]):
+        cases[name] = {"prediction": "improves" if i < 4 else "no change", **(up if i < 4 else flat),
+                       "screen": {"pass1": 0.3}}
+    r = report.load(synthetic(cases).out)
+    rules = {row["rule"]: row for row in r.across["rules"]}
+    m = rules["pass@1 > 0"]
+    assert m["disagree"] == 2 and (m["mcnemar"]["only_first"], m["mcnemar"]["only_second"]) == (2, 0)
+    assert m["mcnemar"]["p"] == pytest.approx(0.5)
+    text = report.rules_text(r)
+    assert "Against 'pass@1 > 0': 2 families only the rule got right, 0 only it did" in text
+    assert "(not significant)" in text and "rests on 6 judged families" in text

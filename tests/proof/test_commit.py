@@ -15,9 +15,10 @@ def committed(tmp_path):
     """Predictions for the smoke families, committed without a model (synthetic screens)."""
     s = settings_.make("smoke", out=str(tmp_path / "run"))
     screens = [screening.summarize(f, [[1.0, 0.0] * 4] * 8, 1.0, s.profile).as_dict() for f in s.families]
-    tasks = {f: commit.task_fingerprints(s, f) for f in s.families}
+    built = {f: commit.family_tasks(s, f) for f in s.families}
     sha = commit.write(s, screens, {"name": "tiny", "path": "/nowhere", "revision": "x"}, {"deadline_s": 1.0},
-                       {"engine": "static", "why": None, "checks": []}, tasks)
+                       {"engine": "static", "why": None, "checks": []},
+                       {f: commit.fingerprints(b) for f, b in built.items()}, {f: b["heldout"] for f, b in built.items()})
     return s, sha
 
 
@@ -27,7 +28,8 @@ def test_write_then_verify(committed):
     assert recorded == sha == commit.digest(files.predictions(s.out).read_bytes())
     assert files.predictions_hash(s.out).read_text() == f"{sha}  predictions.json\n"
     assert body["families"] == list(s.families) and body["settings"] == s.protocol()
-    for field in ("written_at", "versions", "device", "model", "trainee", "seed_ranges", "scoring", "engine", "tasks"):
+    for field in ("written_at", "versions", "device", "model", "trainee", "seed_ranges", "scoring", "engine", "tasks",
+                  "heldout", "not_judged"):
         assert field in body
     assert body["trainee"] == s.profile.as_dict()  # the trainee actually used, every field, once
     assert "max_new_tokens" not in body["settings"] and "group" not in body["settings"]
@@ -119,3 +121,19 @@ def test_predicting_compiles_into_the_run_folder(tmp_path, monkeypatch, no_model
     with pytest.raises(AssertionError, match="a model was loaded"):
         commit.predict(s, log=lambda *_: None)
     assert used == [Path(s.out) / "work" / "compile"]
+
+
+def test_the_evaluation_tasks_are_committed_unseen_and_every_family_says_whether_it_can_be_judged(committed):
+    from proof import heldout
+    from shortlist import sources
+    s, _ = committed
+    body, _ = commit.verified(s)
+    for key in s.families:
+        held = commit.held_out(body, key)
+        family = sources.parse(key)
+        seen = {heldout.normalized(t["question"]) for name in ("train", "predict")
+                for t in family.tasks(s.seed_ranges()[name])}
+        evaluated = family.tasks(held.seeds)
+        assert held.n == s.eval_n and not seen & {heldout.normalized(t["question"]) for t in evaluated}
+        assert sources.fingerprint(evaluated) == held.sha256 == body["tasks"][key]["eval"]
+        assert body["heldout"][key]["distinct"] == held.distinct and body["not_judged"][key] == []

@@ -20,9 +20,13 @@ def test_headline_counts_held_failed_and_not_run(synthetic):
                    "leg_counting": {"prediction": "improves", "before": HELD_UP, "after": HELD_UP},
                    "basic_arithmetic": {"failed": "RuntimeError: boom"}}, not_run=["products"])
     r = report.load(s.out)
-    assert report.headline(r) == ("**The rule held on 1 of 2 families**, and of the 1 significant gains GRPO made, 1 were "
-                                  "real learning (more correct answers) and 0 were partial credit only. "
-                                  "(1 failed, 1 not run.)")
+    text = report.headline(r)
+    assert text.startswith("**The rule held on 1 of 2 judged families** (accuracy 0.50, Wilson 95% CI 0.09–0.91). Of "
+                           "the 1 significant gains GRPO made, 1 were real learning (more correct answers than before "
+                           "and than any constant answer), 0 were partial credit only and 0 were collapse.")
+    assert text.endswith(" (1 failed, 1 not run.)")
+    assert "The rule and 'always improves' disagree on 0 families: this run cannot tell them apart." in text
+    assert "No family was predicted 'too hard' or 'already solved' or 'no signal'" in text
 
 
 def test_outcomes_table_says_why_a_family_has_no_outcome(synthetic):
@@ -91,9 +95,11 @@ def test_the_top_says_what_could_make_the_numbers_wrong(synthetic):
     html = report.top(r).data
     assert html.index("shortlist-banner") < html.index("shortlist-warning") < html.index("The rule held")
     assert "smoke run, not a finding" in html and "tiny" in html
-    assert "chain_sum: 90% of the screening samples were cut at max_new_tokens" in html
-    assert "chain_sum: 75% of the greedy answers after training were dominated by one repeated token" in html
-    assert "cut at max_new_tokens" in html
+    # one line for the family, its degenerate shares together, not a box per phase
+    assert ("chain_sum: 90% of the screening samples were cut at max_new_tokens; 75% of the greedy answers after "
+            "training were cut at max_new_tokens; 75% of the greedy answers after training were dominated by one "
+            "repeated token.") in html
+    assert html.count("shortlist-warning") == 1
     full = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP}}, model="/m",
                      steps=100, predict_tasks=24, checkpoint_every=25)
     assert report.banner(report.load(full.out)) is None  # a real model at the protocol's size: no banner
@@ -155,3 +161,11 @@ def test_figures_of_long_family_specs_draw_without_a_layout_warning(synthetic):
             fig.canvas.draw()
     assert max(len(line) for t in report.forest_figure(r).axes[0].get_yticklabels()
                for line in t.get_text().splitlines()) <= 40
+
+
+def test_a_corrupt_records_reason_reaches_the_page_as_text(synthetic):
+    s = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP}})
+    path = files.result(s.out, "chain_sum")
+    files.write_json(path, files.read_json(path) | {"status": "<img src=x onerror=alert(1)>"})
+    links = report.notebook_links(report.load(s.out))
+    assert "<img" not in links and "&lt;img src=x onerror=alert(1)&gt;" in links

@@ -11,7 +11,9 @@ def test_defaults_are_the_seeds_protocol():
         (100, 8, 4, 4, 5e-5, 200, 24)
     assert (s.lora_r, s.lora_alpha, s.grad_accum) == (16, 32, 8)
     assert s.profile == trainee.QWEN3 and s.profile.max_new_tokens == 128
-    assert s.seed_ranges() == {"train": range(0, 400), "predict": range(500, 524), "eval": range(100_000, 100_200)}
+    # evaluation tasks: 200 unseen ones among the 20 x 200 seeds from 100,000 (heldout.py)
+    assert s.seed_ranges() == {"train": range(0, 400), "predict": range(500, 524), "eval": range(100_000, 104_000)}
+    assert (s.eval_n, s.eval_search, s.min_unseen) == (200, 20, 40)
 
 
 @pytest.mark.parametrize("changes, fragment", [
@@ -20,15 +22,26 @@ def test_defaults_are_the_seeds_protocol():
     ({"batch_per_device": 3}, "batch_per_device=3 does not divide the 32 completions"),
     ({"trainee": "qwen3(group=3)", "prompts_per_step": 3}, "does not divide the 9 completions"),
     ({"steps": 200}, "train seeds 0..799 overlap predict seeds 500..523"),
-    ({"train_seed": 99_990}, "train seeds 99990..100389 overlap eval seeds 100000..100199"),
+    ({"train_seed": 99_990}, "train seeds 99990..100389 overlap eval seeds 100000..103999: move train_seed or eval_seed"),
     ({"predict_seed": 100_100}, "predict seeds 100100..100123 overlap eval seeds"),
     ({"lr": 0.0}, "lr=0.0: must be a number in (0, 1]"),
-    ({"lr": 1e309}, "lr=inf"),
-    ({"lr": float("nan")}, "lr=nan"),
+    ({"lr": 1e309}, "lr=inf: not a finite number in (0, 1]"),
+    ({"lr": float("nan")}, "lr=nan: not a finite number in (0, 1]"),
+    ({"alpha": float("nan")}, "alpha=nan: not a finite number in (0, 0.5]"),
+    ({"equivalence_margin": 2.0}, "equivalence_margin=2.0: must be a number in (0, 1]"),
     ({"score_deadline_s": 1e309}, "score_deadline_s=inf"),
+    ({"score_deadline_s": 0.1}, "score_deadline_s=0.1: give seconds in [0.25, 600]"),
+    ({"score_deadline_s": 601.0}, "score_deadline_s=601.0"),
+    ({"out": ""}, "out='': give a folder"),
+    ({"out": "  "}, "out='  ': give a folder"),
+    ({"out": "a\0b"}, "out: holds a NUL character"),
+    ({"out": "x" * 5000}, "out: 5000 characters, longer than any path"),
+    ({"steps": 4, "logging_steps": 5}, "logging_steps=5 exceeds steps=4"),
+    ({"fast": 1}, "fast=1: must be bool"),
+    ({"bootstrap_n": 1_000_000, "eval_n": 1000}, "bootstrap_n=1000000 x eval_n=1000: the bootstrap would hold"),
     ({"seed": -1}, "seed=-1: must lie in 0..4294967295"),
     ({"seed": 2**32}, "seed=4294967296"),
-    ({"eval_seed": 2**32 - 100}, "eval seeds run to 4294967395, past the largest seed"),
+    ({"eval_seed": 2**32 - 100}, "eval seeds run to 4294971195, past the largest seed 4294967295"),
     ({"lora_alpha": 0}, "lora_alpha=0: must lie in 1.."),
     ({"lora_alpha": -8}, "lora_alpha=-8"),
     ({"trainee": "qwen3(max_new_tokens=100000)"}, "max_new_tokens=100000"),
@@ -102,3 +115,49 @@ def test_a_catalog_row_goes_to_the_proof_as_it_is_with_the_tasks_it_was_screened
     seeds = s.seed_ranges()["predict"]
     for b in built:
         assert sources.fingerprint(sources.parse(b.where.spec).tasks(seeds)) == b.sha
+
+
+# Every input issue 19.8 (and 24.6) found accepted, or refused by a traceback, through the command line: one
+# line that names the setting, before any model loads or anything is written. {self} is a trainee file
+# that extends itself.
+ISSUE_INPUTS = [
+    (["--families", "chain_sum(max_terms=1e309)"], "families: chain_sum: max_terms=inf: not a finite number"),
+    (["--families", "chain_sum(max_terms=1000000000)"], "chain_sum(max_terms=1000000000): one task "),
+    (["--families", "chain_sum(max_terms=2.5)"], "families: chain_sum: max_terms=2.5: must be int"),
+    (["--families", "chain_sum(max_digits='x')"], "families: chain_sum: max_digits='x': must be int"),
+    (["--trainee", "{self}"], "extends itself"),
+    (["--trainee", f"qwen3(top_k={10**30})"], "top_k=1000000000000000000000000000000: must be 0 (off) or up to"),
+    (["--trainee", "qwen3(top_k=1e30)"], "top_k=1e+30: must be int"),
+    (["--trainee", "qwen3(temperature=1e308)"], "temperature=1e+308: must lie in [0.01, 10.0]"),
+    (["--set", "score_deadline_s=5e-324"], "score_deadline_s=5e-324: give seconds in [0.25, 600]"),
+    (["--set", "score_deadline_s=0.000001"], "score_deadline_s=1e-06: give seconds in [0.25, 600]"),
+    (["--trainee", f"qwen3(system_prompt={'x' * 10_000_000!r})"], "system_prompt='xxx"),
+    (["--trainee", "qwen3(extraction='regex:(a+)+$')"], "extraction 'regex:(a+)+$': more than"),
+    (["--set", "out="], "out='': give a folder"),
+    (["--set", "lr=nan"], "lr=nan: not a finite number in (0, 1]"),
+    (["--set", "lr=inf"], "lr=inf: not a finite number in (0, 1]"),
+    (["--set", "lr=-infinity"], "lr=-inf: not a finite number in (0, 1]"),
+    (["--set", "steps=" + "9" * 5000], "is not an int"),
+]
+
+
+@pytest.mark.parametrize("args, fragment", ISSUE_INPUTS, ids=[f"{a[0]} {a[1][:40]}" for a, _ in ISSUE_INPUTS])
+def test_each_input_the_issues_found_is_one_line_before_anything_is_written(args, fragment, tmp_path, capsys,
+                                                                            monkeypatch, no_model_loads):
+    import json
+
+    from proof import runner
+    from proof.__main__ import main
+
+    def accepted(*_, **__):
+        raise AssertionError("accepted: the run would have started")
+    monkeypatch.setattr(runner, "run", accepted)
+    looped = tmp_path / "looped.json"
+    looped.write_text(json.dumps({"extends": str(looped)}))
+    out = tmp_path / "run"
+    args = [a.replace("{self}", str(looped)) for a in args]
+    where = [] if "out=" in args else ["--out", str(out)]
+    assert main(["run", "--preset", "smoke", *where, *args]) == 2
+    err = capsys.readouterr().err
+    assert fragment in err and err.count("\n") == 1 and err.startswith("error: ")
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["looped.json"]

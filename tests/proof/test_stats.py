@@ -74,3 +74,10 @@ def test_spearman_is_undefined_below_three_points_or_on_a_constant():
     assert stats.spearman([1, 2, 3], [2, 4, 9])["rho"] == pytest.approx(1.0)
     assert stats.spearman([1, 2], [1, 2])["rho"] is None
     assert stats.spearman([1, 1, 1], [1, 2, 3])["rho"] is None
+
+
+@pytest.mark.parametrize("b, c, p", [(0, 0, 1.0), (5, 0, 0.0625), (0, 5, 0.0625), (3, 3, 1.0), (10, 2, 0.0386),
+                                     (1, 0, 1.0)])
+def test_mcnemar_is_the_exact_binomial_test_on_the_discordant_families(b, c, p):
+    m = stats.mcnemar(b, c)
+    assert m["p"] == pytest.approx(p, abs=1e-4) and m["discordant"] == b + c

@@ -1,8 +1,11 @@
 """Integration: predict -> train 2 GRPO steps -> evaluate -> compare, on the offline tiny model."""
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
+from shortlist import output, sources
 from shortlist.generation import compile_cache
 from proof import commit, evaluate, files, records, settings as settings_, train
 from shortlist.generation import sampling
@@ -24,7 +27,7 @@ def test_result_file_holds_everything_the_report_needs(run):
     assert result.predictions_sha256 == commit.verified(s)[1] and result.trainee == s.profile.as_dict()
     for e in (result.before, result.after):
         assert len(e.scores) == len(e.completions) == len(e.answers) == len(e.clipped) == s.eval_n
-        assert list(e.seeds) == list(s.seed_ranges()["eval"])
+        assert list(e.seeds) == list(commit.held_out(commit.verified(s)[0], result.family).seeds)
         assert 0 <= e.accuracy <= e.mean_score <= 1 and 0 <= e.clipped_share <= 1
     assert set(result.gain) == {"gain", "ci95", "p"}
     assert result.held == (result.improved == (result.prediction["prediction"] == "improves"))
@@ -87,6 +90,170 @@ def test_a_corrupt_result_is_read_as_corrupt_and_run_again(run):
     again = train.run_family(s, s.families[0], log=lambda *_: None)  # not taken as done: resumed, rewritten
     assert (again.before, again.after, again.gain) == (result.before, result.after, result.gain)
     assert records.read(path, result.predictions_sha256) == again
+
+
+# --- checkpoints that cannot poison a rerun -------------------------------------------------------
+def same_outcome(a: records.FamilyResult, b: records.FamilyResult) -> None:
+    """Two runs of one family gave the same results and the same counts (timings aside)."""
+    assert (a.before, a.after, a.gain, a.improved, a.held) == (b.before, b.after, b.gain, b.improved, b.held)
+    untimed = lambda curve: [{k: v for k, v in row.items() if k != "step_time"} for row in curve]  # noqa: E731
+    assert untimed(a.reward_curve) == untimed(b.reward_curve)
+    assert {k: v for k, v in a.scoring.items() if k != "seconds"} == {k: v for k, v in b.scoring.items() if k != "seconds"}
+
+
+def fresh_folder(run, out: Path) -> settings_.Settings:
+    """The fixture run's predictions and stored evaluation in a new folder: its family to train again."""
+    s, result, _ = run
+    for name in ("predictions.json", "predictions.sha256", f"work/{result.slug}/before.json"):
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(Path(s.out) / name, out / name)
+    return s.replace(out=str(out))
+
+
+class Killed(BaseException):
+    """What SIGKILL does to a run, raised where a test chooses: nothing after it runs."""
+
+
+@pytest.fixture(scope="module")
+def stopped(run, tmp_path_factory):
+    """The fixture run's family trained again in a fresh folder and killed inside the save of its last
+    checkpoint: the checkpoint before it is whole, the last one still in the staging folder."""
+    s = fresh_folder(run, tmp_path_factory.mktemp("stopped") / "run")
+    last = f"checkpoint-{s.steps}"
+
+    def killed_at_last(staged, checkpoints):
+        if staged.name == last:
+            raise Killed()
+        return publish(staged, checkpoints)
+    publish = train.publish
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(train, "publish", killed_at_last)
+        with pytest.raises(Killed):
+            train.run_family(s, s.families[0], log=lambda *_: None)
+    return s
+
+
+def copy_of(s: settings_.Settings, out: Path, skip=()) -> settings_.Settings:
+    shutil.copytree(s.out, out, ignore=shutil.ignore_patterns(*skip))
+    return s.replace(out=str(out))
+
+
+def checkpoints(s: settings_.Settings) -> Path:
+    return files.work(s.out, sources.parse(s.families[0]).slug) / "checkpoints"
+
+
+def test_a_kill_inside_a_save_leaves_the_last_whole_checkpoint(stopped):
+    folder = checkpoints(stopped)
+    assert [step for step, _ in train.checkpoints_in(folder)] == [stopped.steps - 1]
+    assert train.complete(folder / f"checkpoint-{stopped.steps - 1}", stopped.steps - 1) is None
+    assert (folder / train.STAGING / f"checkpoint-{stopped.steps}").is_dir()  # never renamed into place
+    assert not files.result(stopped.out, sources.parse(stopped.families[0]).slug).exists()
+
+
+def test_empty_and_half_written_checkpoints_are_removed_and_the_rerun_matches_an_uninterrupted_run(
+        run, stopped, tmp_path):
+    s = copy_of(stopped, tmp_path / "run")
+    folder, steps = checkpoints(s), s.steps
+    staged = folder / train.STAGING / f"checkpoint-{steps}"
+    # what the save window left before checkpoints were staged: one without the bookkeeping (a kill between
+    # the Trainer's save and on_save), one without the Trainer's state (a full disk), one empty (a kill at once)
+    shutil.copytree(staged, folder / f"checkpoint-{steps}")
+    (folder / f"checkpoint-{steps}" / train.PROGRESS).unlink()
+    shutil.copytree(staged, folder / f"checkpoint-{steps + 1}")
+    (folder / f"checkpoint-{steps + 1}" / "trainer_state.json").unlink()
+    (folder / f"checkpoint-{steps + 2}").mkdir()
+    lines = []
+    again = train.run_family(s, s.families[0], log=lines.append)
+    removed = [line for line in lines if line.startswith("removing checkpoint-")]
+    assert [line.split(",")[0] for line in removed] == [f"removing checkpoint-{steps + 2}",
+                                                        f"removing checkpoint-{steps + 1}", f"removing checkpoint-{steps}"]
+    assert "no shortlist.json" in removed[2] and "no trainer_state.json" in removed[1]
+    assert again.timings["resumed_at_step"] == steps - 1
+    same_outcome(again, run[1])
+    assert [p.name for p in folder.iterdir()] == [f"checkpoint-{steps}"]  # the staging folder went too
+    assert train.complete(folder / f"checkpoint-{steps}", steps) is None
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A tmpfs of 16 MiB (root only: CI runs as root), unmounted afterwards."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(disk)], capture_output=True)
+    if mounted.returncode:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip() or mounted.returncode}")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def fill(disk: Path, leave: int) -> Path:
+    """A file that leaves `leave` bytes free on the disk."""
+    filler = disk / "filler"
+    with open(filler, "wb") as f:
+        for _ in range(max(0, shutil.disk_usage(disk).free - leave) >> 16):
+            f.write(bytes(1 << 16))
+    return filler
+
+
+def test_a_full_disk_is_one_line_and_the_rerun_finishes_once_space_is_back(run, stopped, small_disk):
+    s = copy_of(stopped, small_disk / "run", skip=(train.STAGING,))
+    folder, steps = checkpoints(s), s.steps
+    filler = fill(small_disk, 64 << 10)  # the last checkpoint (~600 KB on the tiny model) cannot be written
+    with pytest.raises(output.DiskFull) as e:
+        train.run_family(s, s.families[0], log=lambda *_: None)
+    assert "\n" not in str(e.value) and str(e.value).startswith("disk full: cannot write a checkpoint")
+    assert f"resumes from checkpoint-{steps - 1}" in str(e.value)
+    # nothing a rerun would trust: the half-written checkpoint is gone, the whole one before it stays
+    assert [p.name for p in folder.iterdir()] == [f"checkpoint-{steps - 1}"]
+    assert train.complete(folder / f"checkpoint-{steps - 1}", steps - 1) is None
+    assert not files.result(s.out, run[1].slug).exists()
+    filler.unlink()
+    again = train.run_family(s, s.families[0], log=lambda *_: None)
+    assert again.timings["resumed_at_step"] == steps - 1
+    same_outcome(again, run[1])
+
+
+def damage(kind: str, path: Path) -> None:
+    if kind == "empty":
+        shutil.rmtree(path)
+        path.mkdir()
+    elif kind.startswith("no "):
+        (path / kind[3:]).unlink()
+    elif kind == "unreadable trainer_state.json":
+        (path / "trainer_state.json").write_text('{"global_step": ')
+    elif kind == "bookkeeping of another step":
+        files.write_json(path / train.PROGRESS, files.read_json(path / train.PROGRESS) | {"step": 1})
+    else:  # "<file> cut short"
+        name = kind.split()[0]
+        (path / name).write_bytes((path / name).read_bytes()[: (path / name).stat().st_size // 2])
+
+
+@pytest.mark.parametrize("kind, why", [
+    ("empty", "no trainer_state.json"), ("no trainer_state.json", "no trainer_state.json"),
+    ("no shortlist.json", "no shortlist.json"), ("no adapter_model.safetensors", "no adapter_model.safetensors"),
+    ("no optimizer.pt", "no optimizer.pt"), ("unreadable trainer_state.json", "unreadable"),
+    ("bookkeeping of another step", "not the bookkeeping at step"),
+    ("adapter_model.safetensors cut short", "cut short"), ("optimizer.pt cut short", "unreadable"),
+])
+def test_a_checkpoint_that_is_not_whole_is_not_resumed_from(run, tmp_path, kind, why):
+    s, result, _ = run
+    whole = files.work(s.out, result.slug) / "checkpoints" / f"checkpoint-{s.steps}"
+    folder = tmp_path / "checkpoints"
+    older = folder / f"checkpoint-{s.steps - 1}"  # an older whole one (made up from the last): what a rerun takes
+    shutil.copytree(whole, older)
+    for name, key in (("trainer_state.json", "global_step"), (train.PROGRESS, "step")):
+        files.write_json(older / name, files.read_json(older / name) | {key: s.steps - 1})
+    shutil.copytree(whole, folder / f"checkpoint-{s.steps}")
+    (folder / train.STAGING / "checkpoint-9").mkdir(parents=True)
+    assert train.complete(folder / f"checkpoint-{s.steps}", s.steps) is None
+    damage(kind, folder / f"checkpoint-{s.steps}")
+    assert why in train.complete(folder / f"checkpoint-{s.steps}", s.steps)
+    lines = []
+    assert train.resumable(folder, lines.append) == folder / f"checkpoint-{s.steps - 1}"
+    assert sorted(p.name for p in folder.iterdir()) == [f"checkpoint-{s.steps - 1}"]
+    assert len(lines) == 1 and why in lines[0] and "\n" not in lines[0]
 
 
 def test_grpo_config_is_the_seeds_in_fp32(tmp_path):

@@ -18,8 +18,8 @@ def fresh_process_state():
     engine.reset()
 
 
-def sampler(loaded, fast: bool, **changes):
-    return sampling.Sampler(loaded, SMOKE.replace(max_new_tokens=12, **changes), batch_size=4, fast=fast)
+def sampler(loaded, fast: bool, batch_size: int = 4):
+    return sampling.Sampler(loaded, SMOKE.replace(max_new_tokens=12), batch_size=batch_size, fast=fast)
 
 
 def test_a_healthy_engine_checks_itself_once_per_model_and_is_recorded(tiny_model):
@@ -37,8 +37,8 @@ def corrupt(monkeypatch):
     """An engine whose tokens go wrong after the first, as decode_static did under transformers 5.17."""
     real = engine.decode_static
 
-    def broken(model, ids, mask, config, eos):
-        out = real(model, ids, mask, config, eos)
+    def broken(model, ids, mask, config, eos, **kw):
+        out = real(model, ids, mask, config, eos, **kw)
         return None if out is None else [row[:1] + [7] * (len(row) - 1) for row in out]
     monkeypatch.setattr(engine, "decode_static", broken)
 
@@ -56,6 +56,171 @@ def test_a_broken_engine_falls_back_is_recorded_and_gives_the_reference_results(
     assert [c["identical_rows"] for c in status["checks"]] == [0]  # checked once; the process then kept off it
     err = capfd.readouterr().err
     assert err.count("shortlist: the fast engine's greedy tokens differed") == 1 and len(err.strip().splitlines()) == 1
+
+
+# Four more: 8 rows, whose greedy answers (tiny) are '<answer>', one number token, '</answer>', eos; the
+# number is 25 ('5') in the first row only, 604 ('10') in three rows
+EIGHT = QUESTIONS + [f"State the final answer to the following arithmetic problem: {a} + {b} =" for a, b in
+                     [(9, 9), (2, 8), (6, 1), (4, 4)]]
+FIVE, TEN, SPARE = 25, 604, 2047  # SPARE: a token above both that tiny never answers with
+
+
+@pytest.fixture
+def fast_only(tiny_model, monkeypatch):
+    """Hooks on tiny's lm_head for the duration of a test; each is told whether the fast engine is
+    the one running (decode_static), so a test can make the two decoders compute different logits."""
+    running = {"fast": False}
+    real = engine.decode_static
+
+    def flagged(*args, **kw):
+        running["fast"] = True
+        try:
+            return real(*args, **kw)
+        finally:
+            running["fast"] = False
+    monkeypatch.setattr(engine, "decode_static", flagged)
+    handles = []
+
+    def install(hook):
+        handles.append(tiny_model.model.lm_head.register_forward_hook(
+            lambda module, args, logits: hook(logits.clone(), running["fast"])))
+    yield install
+    for handle in handles:
+        handle.remove()
+
+
+def plant_tie(install, token: int, nudge: float, gap: float = 0.0, lower: float = 0.0):
+    """Logits where SPARE is always gap margins below token in both decoders (at gap 0 the
+    reference's argmax keeps the lower id, token), and the fast engine's SPARE is nudge margins
+    higher and its token lower margins lower, so that it picks SPARE where it outscores token."""
+    def hook(logits, fast):
+        margin = engine.TIE_RELATIVE * logits.abs().amax(-1)
+        logits[..., SPARE] = logits[..., token] - gap * margin
+        if fast:
+            logits[..., SPARE] += nudge * margin
+            logits[..., token] -= lower * margin
+        return logits
+    install(hook)
+
+
+def test_a_near_tie_is_recorded_and_counted_and_the_engine_keeps_serving(tiny_model, fast_only):
+    plant_tie(fast_only, FIVE, nudge=0.25)  # within the margin: what fp32 rounding can do
+    reference = sampler(tiny_model, False, batch_size=8).complete(EIGHT, greedy=True)
+    fast = sampler(tiny_model, True, batch_size=8).complete(EIGHT, greedy=True)
+    assert fast[1:] == reference[1:] and fast[0] != reference[0]  # served by the engine, the tie resolved its way
+    status = engine.status()
+    assert status["engine"] == "static" and status["why"] is None
+    check, = status["checks"]
+    assert check["passed"] and (check["identical_rows"], check["tied_rows"], check["differing_rows"]) == (7, 1, 0)
+    tie, = check["ties"]
+    assert (tie["row"], tie["step"], tie["gap"]) == (0, 1, 0.0) and 0 < tie["margin"] < 1e-2
+    assert check["compared_tokens"] == 7 * 4 + 1  # the tied row counts up to its tie: '<answer>'
+    assert check["max_drift"] < engine.TIE_RELATIVE / 100  # where tokens agree the logits agree far more closely
+
+
+def test_where_the_reference_is_indifferent_but_the_engine_computes_otherwise_it_fails(tiny_model, fast_only):
+    plant_tie(fast_only, FIVE, nudge=4)  # the reference ties exactly; the engine is off by four margins
+    assert sampler(tiny_model, True, batch_size=8).complete(EIGHT, greedy=True) == \
+        sampler(tiny_model, False, batch_size=8).complete(EIGHT, greedy=True)
+    status = engine.status()
+    assert status["engine"] == "generate" and "differed from generate()'s in 1 of 8 rows" in status["why"]
+    check, = status["checks"]
+    assert not check["passed"] and check["tied_rows"] == 0
+    assert [(d["row"], d["step"], d["gap"], d["ours"], d["theirs"]) for d in check["differences"]] == \
+        [(0, 1, 0.0, SPARE, FIVE)]
+
+
+def test_where_the_reference_is_not_indifferent_a_close_engine_still_fails(tiny_model, fast_only):
+    # the reference prefers '5' by 1.5 margins; the engine's two scores are each 0.8 margins off, the
+    # most a tie allows, in the direction that flips its pick: a difference the reference would not make
+    plant_tie(fast_only, FIVE, nudge=0.8, gap=1.5, lower=0.8)
+    sampler(tiny_model, True, batch_size=8).complete(EIGHT, greedy=True)
+    check, = engine.status()["checks"]
+    assert engine.status()["engine"] == "generate" and not check["passed"] and check["tied_rows"] == 0
+    difference, = check["differences"]
+    assert (difference["row"], difference["step"]) == (0, 1) and difference["disagreement"] <= difference["margin"]
+    assert difference["gap"] == pytest.approx(1.5 * difference["margin"], rel=1e-3)
+
+
+def test_a_token_the_engine_itself_ranks_lower_fails_even_within_the_margin(tiny_model, fast_only, monkeypatch):
+    plant_tie(fast_only, FIVE, nudge=0, gap=0.5)  # both decoders: '5' half a margin above SPARE
+    flagged = engine.decode_static
+
+    def swapped(*args, **kw):  # ... and the engine emits SPARE all the same, where its scores say '5'
+        out = flagged(*args, **kw)
+        return [[SPARE if token == FIVE else token for token in row] for row in out]
+    monkeypatch.setattr(engine, "decode_static", swapped)
+    sampler(tiny_model, True, batch_size=8).complete(EIGHT, greedy=True)
+    check, = engine.status()["checks"]
+    assert engine.status()["engine"] == "generate" and check["tied_rows"] == 0
+    difference, = check["differences"]
+    assert (difference["row"], difference["step"], difference["ours"]) == (0, 1, SPARE)
+    assert difference["gap"] <= difference["margin"] and difference["disagreement"] < difference["margin"] / 100
+
+
+def test_ties_in_more_than_a_quarter_of_the_rows_fail(tiny_model, fast_only):
+    plant_tie(fast_only, TEN, nudge=0.25)  # each one a tie, but in 3 of 8 rows
+    sampler(tiny_model, True, batch_size=8).complete(EIGHT, greedy=True)
+    status = engine.status()
+    assert status["engine"] == "generate" and "at near-ties in 3 of 8 rows, more than the 25%" in status["why"]
+    check, = status["checks"]
+    assert not check["passed"] and [t["row"] for t in check["ties"]] == [2, 3, 7] and check["differing_rows"] == 0
+
+
+def test_a_wrong_logit_with_a_clear_margin_fails(tiny_model, fast_only):
+    def wrong(logits, fast):  # the fast engine's '8' a tenth of the logit scale too high
+        if fast:
+            logits[..., 28] += 0.1 * logits.abs().amax(-1)
+        return logits
+    fast_only(wrong)
+    sampler(tiny_model, True, batch_size=8).complete(EIGHT, greedy=True)
+    status = engine.status()
+    check, = status["checks"]
+    assert status["engine"] == "generate" and not check["passed"] and check["tied_rows"] == 0
+    assert check["differing_rows"] >= 1 and all(d["ours"] == 28 for d in check["differences"])
+    assert all(d["gap"] is None or d["gap"] > 10 * d["margin"] for d in check["differences"])
+
+
+def test_a_shifted_position_fails(tiny_model, monkeypatch):
+    real = engine.decode_static
+
+    def one_further(module, args, kwargs):  # a decode step's position one too far, as an off-by-one would
+        step = kwargs["position_ids"].shape[-1] == 1  # (a shift of every position, prompt too, RoPE cannot see)
+        return args, kwargs | {"position_ids": kwargs["position_ids"] + 1} if step else kwargs
+
+    def shifted(model, ids, mask, config, eos, **kw):
+        hook = model.register_forward_pre_hook(one_further, with_kwargs=True)
+        try:
+            return real(model, ids, mask, config, eos, **kw)
+        finally:
+            hook.remove()
+    monkeypatch.setattr(engine, "decode_static", shifted)
+    sampler(tiny_model, True, batch_size=8).complete(EIGHT, greedy=True)
+    status = engine.status()
+    check, = status["checks"]
+    assert status["engine"] == "generate" and not check["passed"] and check["differing_rows"] >= 1
+    assert check["tied_rows"] == 0  # even where the reference was close to indifferent, the numbers were not close
+    assert all(d["disagreement"] is None or d["disagreement"] > d["margin"] for d in check["differences"])
+
+
+def test_garbage_logits_fail(tiny_model, fast_only):
+    def garbage(logits, fast):  # the fast engine's first row computes NaN
+        if fast:
+            logits[0] = float("nan")
+        return logits
+    fast_only(garbage)
+    sampler(tiny_model, True, batch_size=8).complete(EIGHT, greedy=True)
+    check, = engine.status()["checks"]
+    assert engine.status()["engine"] == "generate" and not check["passed"] and check["identical_rows"] == 7
+    assert [(d["row"], d["step"], d["disagreement"]) for d in check["differences"]] == [(0, 0, None)]
+
+
+def test_a_row_cut_short_is_a_difference_not_a_tie():
+    # two steps of one row, the same scores from both decoders: 5 then 9 is each step's clear best
+    tops = ([[[2.0, 1.0]], [[2.0, 1.0]]], [[[5, 9]], [[9, 5]]], [[2.0], [2.0]])
+    assert engine.compare([[5, 9]], [[5, 9]], tops, tops)[0]["passed"]
+    findings, why = engine.compare([[5]], [[5, 9]], tops, tops)  # the engine stopped where generate() went on
+    assert not findings["passed"] and findings["differences"][0]["step"] == 1 and "in 1 of 1 rows" in why
 
 
 def test_outside_the_verified_transformers_the_reference_runs(tiny_model, monkeypatch):

@@ -66,6 +66,12 @@ def test_slug_is_file_name_safe_and_distinct():
     assert all(set(s) <= set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") for s in slugs)
 
 
+def test_a_long_config_still_names_files_that_can_be_made():
+    a, b = (families.parse(f"calendar_arithmetic(tasks={['weekday_offset'] * n!r})") for n in (12, 13))
+    assert len(a.slug) == len(b.slug) == 200 < len(a.key) and a.slug != b.slug  # a file name holds 255 bytes
+    assert a.slug == families.parse(a.key).slug
+
+
 def test_default_families_all_build():
     assert [f.name for f in families.parse_list(list(families.DEFAULT))] == list(families.DEFAULT)
 
@@ -82,3 +88,76 @@ def test_fingerprint_is_the_canonical_json_of_the_tasks():
     assert [set(t) for t in tasks] == [{"seed", "question", "answer"}] * 5
 
 
+
+
+# --- values refused before anything is written (issue 19.8, 24.6) ---------------------------------
+@pytest.mark.parametrize("text, fragment", [
+    ("chain_sum(max_terms=1e309)", "chain_sum: max_terms=inf: not a finite number"),
+    ("chain_sum(max_terms=-1e309)", "max_terms=-inf: not a finite number"),
+    ("chain_sum(max_terms=2.5)", "chain_sum: max_terms=2.5: must be int"),
+    ("chain_sum(max_digits='x')", "chain_sum: max_digits='x': must be int"),
+    ("chain_sum(max_digits=True)", "max_digits=True: must be int"),
+    ("chain_sum(allow_negation=1)", "allow_negation=1: must be bool"),
+    ("chain_sum(max_terms={1, 2})", "max_terms={1, 2}: a set"),
+    ("chain_sum(max_terms=1j)", "max_terms=1j: a complex"),
+    ("chain_sum(max_terms=b'2')", "max_terms=b'2': a bytes"),
+    ("basic_arithmetic(operators='+')", "operators='+': must be list"),
+    pytest.param(f"basic_arithmetic(operators={['+'] * 1001!r})", "a list of more than 1,000 items", id="long list"),
+    ("basic_arithmetic(operators=[[[[['+']]]]])", "nested deeper than 4"),
+    pytest.param(f"basic_arithmetic(format_style={'x' * 10_001!r})", "a string of 10,001 characters", id="long string"),
+    pytest.param(f"basic_arithmetic(operators={['x' * 9000] * 20!r})", "a config of 180,", id="long config"),
+    ("chain_sum(max_terms=1000000)", "one task's question is"),  # builds in seconds, far past any context
+])
+def test_impossible_values_are_one_line_naming_the_setting(text, fragment):
+    with pytest.raises(FamilyError) as e:
+        families.parse(text)
+    assert fragment in str(e.value) and "\n" not in str(e.value)
+
+
+def test_configs_the_source_defines_are_not_built_but_others_are(monkeypatch):
+    from shortlist.sources import family
+    built = []
+    monkeypatch.setattr(family, "_build_within_budget", lambda source, name, config: built.append(config))
+    Family("chain_sum")  # its defaults
+    Family("chain_sum", {"max_digits": 1, "max_terms": 2})  # its curriculum's level 0
+    assert built == []
+    Family("chain_sum", {"max_terms": 3})
+    assert built == [{"max_terms": 3}]
+
+
+@pytest.fixture
+def budget_source(tmp_path, monkeypatch):
+    """A source whose tasks spin or grow without end, registered for one test."""
+    import os
+
+    from shortlist.sources import source
+    (tmp_path / "budget_source.py").write_text(
+        "VERSION = '1'\n"
+        "def names(): return ['spin', 'grow']\n"
+        "def settings(family): return {'n'}\n"
+        "def validate(family, config): pass\n"
+        "def entry(family, config, seed):\n"
+        "    if family == 'spin':\n"
+        "        while True: pass\n"
+        "    return {'question': 'x' * config.get('n', 1) * (1 << 30), 'answer': None}\n"
+        "def scorer(family, config): return lambda answer, task: 0.0\n"
+        "def levels(family): return 1\n"
+        "def level(family, at): return {}\n"
+        "def preload(): pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(source, "SOURCES", dict(source.SOURCES))
+    monkeypatch.setenv(source.ENVIRONMENT, os.environ.get(source.ENVIRONMENT, ""))  # register() sets it
+    source.register("budget", "budget_source")
+    yield "budget"
+    source._loaded.pop("budget", None)
+
+
+def test_a_task_that_cannot_be_built_within_the_budget_is_refused_naming_the_setting(budget_source, monkeypatch):
+    from shortlist.sources import family
+    monkeypatch.setattr(family, "BUILD_CPU_S", 1)
+    with pytest.raises(FamilyError) as e:
+        Family("spin", {"n": 1}, budget_source)
+    assert "one task takes more than 1 s of CPU to build; lower n" in str(e.value)
+    with pytest.raises(FamilyError) as e:
+        Family("grow", {"n": 4}, budget_source)  # 4 GiB of question
+    assert "one task needs more than 512 MiB of memory to build; lower n" in str(e.value)

@@ -1,7 +1,9 @@
 """The contracts of the kernel layers, each in a forked child that reports what the kernel did:
-isolation.py (PID namespaces, privileges), landlock.py, syscalls.py, hugepages.py."""
+isolation.py (PID, IPC and mount namespaces, privileges), landlock.py, syscalls.py, hugepages.py."""
+import ctypes
 import json
 import os
+import secrets
 import socket
 import threading
 import time
@@ -37,6 +39,27 @@ def attempt(action) -> str:
         return type(e).__name__
 
 
+libc = ctypes.CDLL(None, use_errno=True)
+IPC_CREAT, IPC_RMID = 0o1000, 0
+
+
+def shm_keys() -> set[int]:
+    """The keys of the SysV shared memory segments of this process's IPC namespace."""
+    with open("/proc/sysvipc/shm") as f:
+        return {int(line.split()[0]) for line in f.readlines()[1:]}
+
+
+def shmget(key: int) -> None:
+    if libc.shmget(key, 1 << 20, IPC_CREAT | 0o600) < 0:
+        raise OSError(ctypes.get_errno(), "shmget")
+
+
+def shm_remove(key: int) -> None:
+    """Where a test fails, the segment it made must not stay behind in the machine's namespace."""
+    if key in shm_keys():
+        libc.shmctl(libc.shmget(key, 0, 0), IPC_RMID, None)
+
+
 def test_the_answer_filter_refuses_processes_sockets_and_devices_but_not_threads(tmp_path):
     program = syscalls.build(syscalls.ANSWER)
     if program is None:
@@ -49,9 +72,15 @@ def test_the_answer_filter_refuses_processes_sockets_and_devices_but_not_threads
         thread.join()
         return {"fork": attempt(os.fork), "socket": attempt(socket.socket),
                 "mknod": attempt(lambda: os.mknod(str(tmp_path / "null"), 0o600 | 0o020000, os.makedev(1, 3))),
-                "kill": attempt(lambda: os.kill(os.getppid(), 0)), "thread": "done"}
-    assert in_child(body) == {"fork": "PermissionError", "socket": "PermissionError", "mknod": "PermissionError",
-                              "kill": "PermissionError", "thread": "done"}
+                "kill": attempt(lambda: os.kill(os.getppid(), 0)), "shmget": attempt(lambda: shmget(key)),
+                "memfd": attempt(lambda: os.memfd_create("x")), "thread": "done"}
+    key = secrets.randbelow(1 << 30) + 1
+    try:
+        assert in_child(body) == {"fork": "PermissionError", "socket": "PermissionError", "mknod": "PermissionError",
+                                  "kill": "PermissionError", "shmget": "PermissionError", "memfd": "PermissionError",
+                                  "thread": "done"}
+    finally:
+        shm_remove(key)
 
 
 def test_the_zygote_filter_still_lets_it_fork():
@@ -69,19 +98,86 @@ def test_the_zygote_filter_still_lets_it_fork():
     assert in_child(body) == {"fork": "done", "socket": "PermissionError"}
 
 
-def test_landlock_allows_writes_only_beneath_its_directory(tmp_path):
+def test_landlock_confines_reads_to_the_interpreter_and_writes_to_its_directory(tmp_path):
     if landlock.abi() < 1:
         pytest.skip("no Landlock here")
-    inside, outside = tmp_path / "inside", tmp_path / "outside"
+    inside, outside, private = tmp_path / "inside", tmp_path / "outside", tmp_path / "private"
     inside.mkdir()
+    private.write_text("secret")
+    os.chmod(private, 0o600)
+    readable = landlock.readable()
+    assert not any(str(tmp_path).startswith(p) for p in readable) and "/proc" not in readable
 
     def body():
-        abi = landlock.restrict(str(inside))
+        isolation.no_new_privs()  # what Landlock needs of a process without CAP_SYS_ADMIN
+        abi = landlock.restrict(landlock.ruleset(readable, str(inside), writable=True))
         return {"abi": abi, "inside": attempt(lambda: open(inside / "x", "w").close()),
-                "outside": attempt(lambda: open(outside, "w").close())}
+                "outside": attempt(lambda: open(outside, "w").close()),
+                "private": attempt(lambda: open(private).read()), "list": attempt(lambda: os.listdir(tmp_path)),
+                "stdlib": attempt(lambda: open(os.__file__).read()),
+                "pytest": attempt(lambda: open(pytest.__file__).read()),
+                "other_cmdline": attempt(lambda: open(f"/proc/{os.getppid()}/cmdline").read()),
+                "init_cmdline": attempt(lambda: open("/proc/1/cmdline").read()),
+                "null": attempt(lambda: open(os.devnull, "w").write("x")),
+                "urandom": attempt(lambda: open("/dev/urandom", "rb").read(1))}
     got = in_child(body)
-    assert got["abi"] >= 1 and got["inside"] == "done" and got["outside"] == "PermissionError"
+    denied = dict.fromkeys(("outside", "private", "list", "other_cmdline", "init_cmdline"), "PermissionError")
+    assert got == {"abi": got["abi"], "inside": "done", "stdlib": "done", "pytest": "done", "null": "done",
+                   "urandom": "done", **denied} and got["abi"] >= 1
     assert not outside.exists()
+
+
+def test_landlock_without_a_writable_directory_allows_no_change_there(tmp_path):
+    if landlock.abi() < 1:
+        pytest.skip("no Landlock here")
+    home = tmp_path / "home"
+    home.mkdir()
+
+    def body():
+        isolation.no_new_privs()
+        assert landlock.restrict(landlock.ruleset(landlock.readable(), str(home), writable=False))
+        return {"create": attempt(lambda: open(home / "x", "w").close()),
+                "mkdir": attempt(lambda: os.mkdir(home / "d")), "list": attempt(lambda: os.listdir(home))}
+    assert in_child(body) == {"create": "PermissionError", "mkdir": "PermissionError", "list": "done"}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="an IPC namespace needs root (the server holds one in a user namespace)")
+def test_sysv_shared_memory_dies_with_its_ipc_namespace():
+    key = secrets.randbelow(1 << 30) + 1
+
+    def body(own: bool):
+        return lambda: {"own": own and isolation.own_ipc(), "shmget": attempt(lambda: shmget(key))}
+    try:
+        assert in_child(body(False)) == {"own": False, "shmget": "done"}
+        assert key in shm_keys()  # the control: without a namespace of its own, the segment outlives its process
+        shm_remove(key)
+        assert in_child(body(True)) == {"own": True, "shmget": "done"}
+        assert key not in shm_keys()
+    finally:
+        shm_remove(key)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a mount namespace needs root (the server holds one in a user namespace)")
+def test_a_scratch_tmpfs_bounds_what_is_written_beneath_it_and_leaves_nothing(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+
+    def body():
+        took, written = isolation.scratch_tmpfs(str(home), 4, None), 0
+        for n in range(16):  # many files: no per-file limit is what bounds them
+            try:
+                with open(home / f"f{n}", "wb") as f:
+                    for _ in range(4):
+                        f.write(b"x" * (1 << 20))
+                        f.flush()
+                        written += 1
+            except OSError:
+                break
+        return {"took": took, "written_mb": written, "mounts": open("/proc/self/mountinfo").read().count(str(home))}
+    got = in_child(body)
+    assert got["took"] and got["written_mb"] <= 4 and got["mounts"] == 1
+    assert os.listdir(home) == []  # on disk: nothing, and the tmpfs went with the process
+    assert str(home) not in open("/proc/self/mountinfo").read()  # its mount never reached this namespace
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="dropping to nobody needs root")
@@ -119,6 +215,61 @@ def test_killing_process_1_of_a_pid_namespace_kills_what_it_started():
     if got.get("skip"):
         pytest.skip("PID namespaces are refused here")
     assert got["inner"] == 1 and got["grandchildren"] == 1 and got["left"] in (["gone"], ["Z"])
+
+
+THROWAWAY = 61337  # a uid no account has: the user a non-root scorer runs as, in a forked child
+
+
+def as_throwaway_user() -> None:
+    os.setgroups([])
+    os.setresgid(THROWAWAY, THROWAWAY, THROWAWAY)
+    os.setresuid(THROWAWAY, THROWAWAY, THROWAWAY)
+    libc.prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE, which the uid change cleared (an exec would have set it)
+
+
+def forks_in_turn(pids) -> list:
+    """Fork three children one after another, each reporting whether it is process 1, and waited for
+    before the next: issue 19's non-root zygote failed the second fork with ENOMEM here."""
+    seen = []
+    for _ in range(3):
+        try:
+            seen.append(in_child(lambda: {"one": os.getpid() == 1}, pids=pids)["one"])
+        except OSError as e:
+            seen.append(type(e).__name__)
+    return seen
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become a throwaway user")
+def test_a_pid_namespace_per_child_is_not_tried_where_setns_back_would_be_refused():
+    """A non-root user in a user namespace of its own, but still in the machine's PID namespace (as
+    the zygote of issue 19 was): unshare(CLONE_NEWPID) would succeed and setns() back fail, leaving
+    every later child in the first one's namespace. It is not tried; children lead process groups."""
+    def body():
+        as_throwaway_user()
+        assert libc.unshare(0x10000000) == 0  # CLONE_NEWUSER
+        pids = isolation.PidNamespaces()
+        return {"available": pids.available, "children": forks_in_turn(pids)}
+    assert in_child(body) == {"available": False, "children": [False, False, False]}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become a throwaway user")
+def test_as_a_non_root_user_the_server_gives_every_child_a_pid_namespace_of_its_own():
+    """The server's way (isolation.enter_namespaces, then fork once): its child is process 1 of a PID
+    namespace its user namespace owns, so every child it forks is process 1 of a new one."""
+    if not in_child(lambda: as_throwaway_user() or {"allowed": libc.unshare(0x10000000) == 0})["allowed"]:
+        pytest.skip("this machine refuses user namespaces to non-root users")
+
+    def body():
+        as_throwaway_user()
+        layers = isolation.enter_namespaces()
+
+        def server():
+            pids = isolation.PidNamespaces()
+            return {"one": os.getpid() == 1, "available": pids.available, "children": forks_in_turn(pids)}
+        return {"layers": layers, "server": in_child(server)}
+    got = in_child(body)
+    assert got["layers"] == {"namespaces_held_by": "user namespace", "network_namespace": True, "pid_namespace": True}
+    assert got["server"] == {"one": True, "available": True, "children": [True, True, True]}
 
 
 def _parent(pid: str) -> int:

@@ -1,5 +1,7 @@
+import json
 import math
 import os
+import secrets
 import time
 
 import pytest
@@ -7,6 +9,7 @@ import pytest
 from shortlist import sources as families
 from shortlist import scoring
 from shortlist.scoring import scorer
+from shortlist.scoring import zygote
 from shortlist import trainee
 from shortlist.scoring import ScoreCounts, Scorer
 
@@ -76,6 +79,78 @@ def test_answer_processes_are_confined_and_the_record_is_flat(scorer):
     c = scorer.confinement
     assert c["answer_process"] == "one per answer" and c["environment"] == "emptied" and c["hash_seed"] == 0
     assert c["capabilities"] == 0 and c["dumpable"] is False and c["no_new_privs"] and "NPROC" in c["rlimits"]
+    assert c["process_tree"] in ("pid_namespace", "process_group") and isinstance(c["ipc_namespace"], bool)
+    assert c["scratch"] in (f"tmpfs {zygote.Limits.scratch_mb} MiB", "none: files cannot grow")
     if os.geteuid() == 0:  # root drops to nobody: the kernel then refuses what the issue's probes did
         assert c["user"] == "65534:65534"
     assert all(isinstance(v, (bool, int, str, list, type(None))) for v in c.values())  # predictions.json, the report
+
+
+@pytest.mark.parametrize("reply, expected", [
+    pytest.param(b'{"score": 0.5, "refused": false}', ("score", 0.5, False), id="score"),
+    pytest.param(b'{"score": 1, "refused": true}', ("score", 1.0, True), id="int score, refused"),
+    pytest.param(b'{"error": "KeyError", "refused": false}', ("error", "KeyError", False), id="error"),
+    pytest.param(b'{"error": "' + b"E" * 1000 + b'", "refused": false}', ("error", "E" * 100, False), id="long error"),
+    pytest.param(b'{"score": NaN, "refused": false}', ("score", math.nan, False), id="NaN"),  # counted non_finite
+    pytest.param(b'{"score": 1e999, "refused": false}', ("score", math.inf, False), id="inf"),
+    pytest.param(b'{"score": 1.0, "refused": ' + b"9" * 4300 + b'}', ("crash", None, False), id="huge refused"),
+    pytest.param(b'{"score": 1.0, "refused": 4300}', ("crash", None, False), id="a refused count"),
+    pytest.param(b'{"score": ' + b"9" * 4300 + b', "refused": false}', ("crash", None, False), id="huge int score"),
+    pytest.param(b'{"score": ' + b"9" * 5000 + b', "refused": false}', ("crash", None, False), id="too many digits"),
+    pytest.param(b'{"score": true, "refused": false}', ("crash", None, False), id="bool score"),
+    pytest.param(b'{"score": "1.0", "refused": false}', ("crash", None, False), id="str score"),
+    pytest.param(b'{"score": [1.0], "refused": false}', ("crash", None, False), id="list score"),
+    pytest.param(b'{"score": 1.0, "refused": false, "timeouts": 5}', ("crash", None, False), id="extra key"),
+    pytest.param(b'{"score": 1.0}', ("crash", None, False), id="no refused"),
+    pytest.param(b"[" * 60000, ("crash", None, False), id="deep list"),
+    pytest.param(b'{"a":' * 30000, ("crash", None, False), id="deep object"),
+    pytest.param(b"", ("crash", None, False), id="nothing"),
+    pytest.param(b"\xff\xfe", ("crash", None, False), id="not utf-8"),
+    pytest.param(b"null", ("crash", None, False), id="null"),
+])
+def test_a_reply_is_checked_field_by_field_and_nothing_in_it_can_break_the_parent(reply, expected):
+    kind, value, refused = zygote._reply(reply)
+    assert kind == expected[0] and refused is expected[2]
+    assert value == expected[1] or (isinstance(value, float) and math.isnan(value) and math.isnan(expected[1]))
+    json.dumps([0, kind, value, refused])  # what the zygote sends on
+
+
+def test_forged_counts_move_no_count_and_leave_them_writable(scorer):
+    before = vars(scorer.counts.get("binary_matrix", ScoreCounts())).copy()
+    body = ("import os\nfor fd in range(3, 64):\n"
+            "    try: os.write(fd, b'{\"score\": 1.0, \"refused\": ' + b'9' * 4300 + b'}')\n"
+            "    except OSError: pass\nos._exit(0)")
+    forged = f"exec({body!r}, {{}})"  # eval() runs it in binary_matrix's scorer
+    assert scorer.score("binary_matrix", [1, 1], [forged, forged]) == [0.0, 0.0]
+    after = vars(scorer.counts["binary_matrix"])
+    assert after["refused"] == before.get("refused", 0) and after["crashes"] == before.get("crashes", 0) + 2
+    json.dumps(after)  # what 01 writes: issue 19.6 made it raise
+
+
+def test_the_callers_environment_is_never_touched_and_the_server_has_its_own(monkeypatch):
+    """Issue 20: starting the Scorer emptied os.environ process-wide while the forkserver started."""
+    secret = "shortlist-" + secrets.token_hex(8)
+    monkeypatch.setenv("SHORTLIST_PROBE_SECRET", secret)
+    touched = []
+    monkeypatch.setattr(os.environ, "clear", lambda: touched.append("clear"), raising=False)
+    before = dict(os.environ)
+    with Scorer(workers=1) as s:
+        assert s.score("leg_counting", [1], [families.parse("leg_counting").task(1)["answer"]]) == [1.0]
+        with open(f"/proc/{s._server.process.pid}/environ", "rb") as f:
+            server = dict(item.split(b"=", 1) for item in f.read().split(b"\0") if item)
+    assert touched == [] and dict(os.environ) == before
+    assert server[b"PYTHONHASHSEED"] == b"0" and secret.encode() not in b"".join(server.values())
+
+
+def test_a_forked_child_that_closes_the_scorer_leaves_the_parents_alone():
+    """A fork of the caller (a DataLoader worker, say) runs atexit's close() too: it must neither kill
+    the parent's zygotes through the shared socket nor remove the parent's scratch directory."""
+    with Scorer(workers=1) as s:
+        answer = families.parse("leg_counting").task(1)["answer"]
+        assert s.score("leg_counting", [1], [answer]) == [1.0]
+        pid = os.fork()
+        if pid == 0:
+            s.close()
+            os._exit(0)
+        os.waitpid(pid, 0)
+        assert os.path.isdir(s._scratch) and s.score("leg_counting", [1], [answer]) == [1.0]

@@ -47,8 +47,9 @@ def test_screening_counts_what_a_trainee_cannot_extract(tiny_model, scorer):
     # the tiny model writes <answer> tags: a trainee reading "Answer:" lines finds nothing, and every
     # such sample scores 0 without reaching a scorer
     sampler = Sampler(tiny_model, QWEN3.replace(model="tiny", max_new_tokens=16, extraction="answer_line"))
-    s = screening.screen(sampler, scorer, "chain_sum(max_terms=2, max_digits=1)", tasks=4)
-    assert s.extracted == 0 and s.pass1 == 0 and s.verdict == "too hard"
+    # seeds 600..603: answers 156, -6, -3 and 78, which no constant answer (nor another task's) matches
+    s = screening.screen(sampler, scorer, "chain_sum(max_terms=2, max_digits=2)", tasks=4, first_seed=600)
+    assert s.extracted == 0 and s.pass1 == 0 and s.guess == 0 and s.verdict == "too hard"
     assert s.scoring["unextracted"] == s.scoring["answers"] == 32
 
 
@@ -56,3 +57,19 @@ def test_table_has_a_row_per_family():
     s = screening.summarize("chain_sum", [[1.0, 0.0]], 1.0, QWEN3)
     lines = screening.table([s, s]).splitlines()
     assert len(lines) == 4 and "verdict" in lines[0] and lines[2].startswith("chain_sum")
+
+
+def test_a_scorer_that_pays_any_answer_is_guessable_before_any_training(tiny_model, scorer):
+    # game_of_life_halting's scorer gives full credit to any non-empty answer: "0" earns 1.0 everywhere
+    sampler = Sampler(tiny_model, QWEN3.replace(model="tiny", max_new_tokens=8, group=2))
+    s = screening.screen(sampler, scorer, "game_of_life_halting", tasks=4)
+    assert s.guess == 1.0 and s.guess_mean == 1.0 and s.ceiling == 1.0
+    assert s.verdict == "guessable" and s.prediction == "no change"
+    assert s.scoring["answers"] == 8  # the audit's own answers are not counted as the model's
+
+
+def test_a_trainee_whose_extraction_cannot_read_the_gold_answer_is_unscorable(tiny_model, scorer):
+    # letter_jumble's answers are words; read by the last number in the text, no answer can ever score
+    t = QWEN3.replace(model="tiny", max_new_tokens=8, group=2, extraction="last_number")
+    s = screening.screen(Sampler(tiny_model, t), scorer, "letter_jumble", tasks=4)
+    assert s.ceiling == 0.0 and s.verdict == "unscorable"

@@ -100,7 +100,27 @@ def test_resolve_named_profiles_and_overrides(spec, field, value):
     ("qwen4", "did you mean qwen3"),
     ("qwen3(max_new_token=16)", "did you mean max_new_tokens"),
     ("qwen3(group=1)", "group=1: must lie in 2..256"),
-    ("qwen3(temperature=0)", "temperature=0.0: must be positive"),
+    ("qwen3(temperature=0)", "temperature=0.0: must lie in [0.01, 10.0]"),
+    ("qwen3(temperature=1e308)", "temperature=1e+308: must lie in [0.01, 10.0]"),
+    ("qwen3(temperature=1e-300)", "temperature=1e-300"),
+    ("qwen3(temperature=1e309)", "temperature=inf: must be finite"),
+    ("qwen3(top_k=1e30)", "top_k=1e+30: must be int"),
+    (f"qwen3(top_k={10**30})", "top_k=1000000000000000000000000000000: must be 0 (off) or up to 1,048,576"),
+    ("qwen3(top_k=-1)", "top_k=-1"),
+    ("qwen3(repetition_penalty=1e-300)", "repetition_penalty=1e-300: must lie in [0.1, 10.0]"),
+    ("qwen3(repetition_penalty=1e300)", "repetition_penalty=1e+300"),
+    ("qwen3(min_p=1.0)", "min_p=1.0"),
+    ("qwen3(group=10**6)", "Python literals"),
+    ("qwen3(max_new_tokens=0)", "max_new_tokens=0"),
+    pytest.param(f"qwen3(system_prompt={'x' * 10_000_000!r})", "10,000,000 characters, more than", id="10 MB prompt"),
+    pytest.param(f"qwen3(system_prompt={'x' * 32_769!r})", "32,769 characters, more than 32,768", id="long prompt"),
+    pytest.param(f"qwen3(model={'m' * 4097!r})", "4,097 characters, more than 4,096", id="long model"),
+    (r"qwen3(model='a\x00b')", "holds no NUL or newline"),
+    ("qwen3(model='')", "model='': must not be empty"),
+    ("qwen3(extraction='regex:(a+)+$')", "it backtracks"),
+    (r"qwen3(extraction='regex:(\\w+\\s?)+$')", "it backtracks"),
+    ("qwen3(extraction='regex:(x|xx)+y$')", "it backtracks"),  # the pattern's own letters are probed
+    pytest.param(f"qwen3(extraction={'regex:' + 'a' * 1001!r})", "a pattern of 1,001 characters", id="long regex"),
     ("qwen3(temperature=float('nan'))", "Python literals"),
     ("qwen3(top_p=1.5)", "top_p=1.5"),
     ("qwen3(max_new_tokens=100000)", "max_new_tokens=100000"),
@@ -140,3 +160,66 @@ def test_a_registered_profile_is_resolved_by_name():
         assert trainee.resolve("test_profile") == mine
     finally:
         del trainee.PROFILES["test_profile"]
+
+
+def test_the_audits_verdicts_come_before_the_rest_of_the_rule():
+    t = QWEN3
+    assert t.rule(0.5, 0.5, 0.8, ceiling=t.ceiling_min - 0.01, guess=1.0) == "unscorable"  # first of all
+    assert t.rule(0.5, 0.5, 0.8, ceiling=t.ceiling_min, guess=t.guess_min) == "improves"  # guess below pass@1
+    assert t.rule(0.1, 0.1, 0.8, ceiling=1.0, guess=t.guess_min) == "guessable"  # at the threshold, above pass@1
+    assert t.rule(0.1, 0.1, 0.8, ceiling=1.0, guess=t.guess_min - 0.01) == "improves"
+    assert t.rule(0.95, 0.95, 0.1, ceiling=1.0, guess=0.96) == "guessable"  # even where it would be "solved"
+    assert t.rule(0.0, 0.0, 0.0, ceiling=None, guess=None) == "too hard"  # not audited: the rule as it was
+    assert "unscorable if" in t.rule_text() and "guessable if" in t.rule_text()
+
+
+@pytest.mark.parametrize("extraction, written", [("answer_tags", "<answer>7</answer>"), ("answer_line", "Answer: 7"),
+                                                 ("last_number", "Answer: 7"), ("regex:(\\d+)", "7")])
+def test_an_answer_is_written_as_the_trainee_is_asked_to_write_it_and_reads_back(extraction, written):
+    t = QWEN3.replace(extraction=extraction)
+    assert t.written("7") == written and t.clean(t.written("7")) == "7"
+
+
+def test_a_sound_regex_is_not_refused_and_reads_its_answer():
+    t = QWEN3.replace(extraction=r"regex:Answer: ((\d+, )*\d+)")  # a nested quantifier that cannot backtrack
+    assert t.clean("so Answer: 1, 22, 333 done") == "1, 22, 333"
+
+
+def test_a_regex_past_its_timeout_on_a_completion_holds_no_answer(monkeypatch):
+    monkeypatch.setattr(trainee, "_probes", lambda source: [])  # as if the probes had missed it
+    trainee._by_pattern.cache_clear()
+    try:
+        t = QWEN3.replace(extraction="regex:(a+)+$")
+        assert t.clean("a" * 5000 + "!") is None  # past REGEX_TIMEOUT_S: scores 0, never hangs the run
+        assert t.clean("aaa") == "aaa"
+    finally:
+        trainee._by_pattern.cache_clear()
+
+
+def test_trainee_files_that_cannot_be_read_whole_are_one_line(tmp_path):
+    import os
+    looped = tmp_path / "looped.json"
+    looped.write_text(json.dumps({"extends": str(looped)}))
+    (tmp_path / "a.json").write_text(json.dumps({"extends": "b.json"}))  # relative: read beside it
+    (tmp_path / "b.json").write_text(json.dumps({"extends": "a.json", "max_new_tokens": 16}))
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps({"extends": "qwen3", "system_prompt": "x" * 10_000_000}))
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)  # opening it would block until a writer came
+    (tmp_path / "bad_base.json").write_text(json.dumps({"extends": ["qwen3"]}))
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    for path, fragment in [(looped, "extends itself: looped.json -> looped.json"),
+                           (tmp_path / "a.json", "extends itself: a.json -> b.json -> a.json"),
+                           (big, "more than 1,048,576 bytes"), (fifo, "is not a regular file"),
+                           (tmp_path / "bad_base.json", "extends=['qwen3']: give a profile name or a .json file"),
+                           (tmp_path / "deep.json", "trainee file")]:
+        with pytest.raises(TraineeError) as e:
+            trainee.resolve(str(path))
+        assert fragment in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_trainee_file_extends_a_file_beside_it(tmp_path):
+    (tmp_path / "base.json").write_text(json.dumps({"extends": "qwen3", "max_new_tokens": 16}))
+    (tmp_path / "mine.json").write_text(json.dumps({"extends": "base.json", "model": "tiny"}))
+    t = trainee.resolve(str(tmp_path / "mine.json"))
+    assert (t.profile, t.model, t.max_new_tokens) == ("mine", "tiny", 16)
