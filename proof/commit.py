@@ -103,14 +103,19 @@ def verified(settings: Settings, family: str | None = None) -> tuple[dict, str]:
     """The committed predictions and their digest, if they may be used with these settings."""
     body, recorded = committed(settings.out)
     ours = settings.profile.as_dict()
+    where = files.predictions(settings.out)
+    way_out = f"or give a new --out to commit new predictions there ({where} holds these)"
     for name, value in ours.items():
         if body["trainee"].get(name) != value:
+            theirs = body["trainee"].get(name)
+            restore = (f"--model {theirs}" if name == "model" else f"--trainee {theirs}" if name == "profile"
+                       else f"--trainee \"{body['trainee'].get('profile')}({name}={theirs!r})\"")
             raise CommitError(f"trainee {name}={value!r} differs from the committed {name}="
-                              f"{body['trainee'].get(name)!r}; train the trainee the predictions were made for")
+                              f"{body['trainee'].get(name)!r}: restore it ({restore}), {way_out}")
     for name, value in settings.protocol().items():
         if body["settings"].get(name) != value:
-            raise CommitError(f"{name}={value!r} differs from the committed {name}={body['settings'].get(name)!r}; "
-                              f"train with the settings the predictions were committed with")
+            raise CommitError(f"{name}={value!r} differs from the committed {name}={body['settings'].get(name)!r}: "
+                              f"restore it (--set {name}={body['settings'].get(name)}), {way_out}")
     if family is not None and sources.parse(family).key not in body["families"]:
         raise CommitError(f"{family} has no committed prediction; committed: {', '.join(body['families'])}")
     return body, recorded

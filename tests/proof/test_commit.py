@@ -56,16 +56,22 @@ def test_missing_hash_or_predictions_are_refused(committed, no_model_loads):
 
 
 @pytest.mark.parametrize("change, fragment", [
-    ({"steps": 5}, "steps=5 differs from the committed steps=4"),
-    ({"model": "Qwen/Qwen3-0.6B"}, "trainee model='Qwen/Qwen3-0.6B' differs from the committed model='tiny'"),
-    ({"trainee": "qwen3(max_new_tokens=17)"}, "trainee max_new_tokens=17 differs from the committed max_new_tokens=16"),
-    ({"trainee": "smollm2", "model": "tiny"}, "trainee profile='smollm2' differs"),
+    ({"steps": 5}, "steps=5 differs from the committed steps=4: restore it (--set steps=4), or give a new --out"),
+    ({"model": "Qwen/Qwen3-0.6B"}, "trainee model='Qwen/Qwen3-0.6B' differs from the committed model='tiny': "
+                                   "restore it (--model tiny), or give a new --out"),
+    ({"trainee": "qwen3(max_new_tokens=17)"}, "trainee max_new_tokens=17 differs from the committed max_new_tokens=16: "
+                                              'restore it (--trainee "qwen3(max_new_tokens=16)"), or give a new --out'),
+    ({"trainee": "smollm2", "model": "tiny"}, "trainee profile='smollm2' differs from the committed profile='qwen3': "
+                                              "restore it (--trainee qwen3)"),
     ({"eval_n": 30}, "eval_n=30 differs"),
 ])
-def test_training_under_other_settings_is_refused(committed, no_model_loads, change, fragment):
+def test_training_under_other_settings_is_refused_naming_the_way_out(committed, no_model_loads, change, fragment):
     s, _ = committed
-    with pytest.raises(CommitError, match=fragment):
+    with pytest.raises(CommitError) as e:
         train.run_family(s.replace(**change), s.families[0])
+    message = str(e.value)
+    assert fragment in message and "\n" not in message, message
+    assert message.endswith(f"({files.predictions(s.out)} holds these)")
 
 
 def test_a_family_without_a_prediction_is_refused(committed, no_model_loads):
