@@ -234,8 +234,7 @@ def _run(settings: Settings, notebooks: Notebooks, log, executor: placement.Exec
         _, sha = commit.verified(settings)
         log(f"01_predict: kept, predictions verify (sha256 {sha[:12]}…)")
     except commit.NotCommitted:
-        from shortlist.models import config as models  # the model is needed: one line now if it cannot be had
-        models.check_fits(models.model_config(settings.profile.model), settings.profile)
+        _check_model(settings, executor)  # the model is needed: one line now if it cannot be had
         log("01_predict: screening every family and committing the predictions")
         committed = ("predictions.json", "predictions.sha256")  # 01 refuses to overwrite other settings' own
         job = notebook_job("01_predict", notebooks.predict, out_nb / PREDICT, parameters, reads=committed,
@@ -246,7 +245,12 @@ def _run(settings: Settings, notebooks: Notebooks, log, executor: placement.Exec
             raise RuntimeError(f"01_predict failed: {reason} (see {out_nb / PREDICT})")
         _, sha = commit.verified(settings)
         stamp(out_nb / PREDICT, sha, settings)
+    except commit.CommitError:
+        _check_model(settings, executor)  # a model that cannot be had is the real problem, before any difference
+        raise
     todo = pending(settings, sha)
+    if todo:
+        _check_model(settings, executor)  # committed earlier, perhaps elsewhere: this machine must still be able to train
     log(f"02_train_family: {len(todo)} of {len(settings.families)} families to run"
         + (f" ({len(settings.families) - len(todo)} already done)" if len(todo) < len(settings.families) else ""))
     jobs = {f"02 {key}": key for key in todo}
@@ -261,6 +265,15 @@ def _run(settings: Settings, notebooks: Notebooks, log, executor: placement.Exec
         if not isinstance(result, records.FamilyResult):
             failures[key] = result.reason if result is not None else "no result"
     return Outcome(html, failures)
+
+
+def _check_model(settings: Settings, executor: placement.Executor) -> None:
+    """The model can be had, fits the trainee, and has a GPU to train on (or is the tiny one); on a Ray
+    cluster the GPUs are the workers', not this machine's."""
+    from shortlist.models import config as models
+    models.check_fits(models.model_config(settings.profile.model), settings.profile)
+    if executor.name != "ray":
+        models.check_device(settings.profile.model)
 
 
 def family_job(settings: Settings, key: str, notebook: Path, parameters: dict, elsewhere: bool) -> placement.Job:

@@ -7,6 +7,7 @@ check costs a second where the load would cost a minute.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from shortlist.models import tiny
@@ -15,6 +16,22 @@ from shortlist.errors import OneLine
 
 class ModelError(OneLine, RuntimeError):
     """A model that cannot be loaded; the message is one line and says what to do instead."""
+
+
+CPU_OK = "SHORTLIST_CPU"  # =1: train a real model on a machine without a GPU anyway
+
+
+def check_device(name: str) -> None:
+    """A model other than the tiny one trains for hours without a GPU: a session without one (Kaggle's
+    default accelerator is none) is told, in one line, the one step to take, before anything runs."""
+    if name == tiny.NAME or os.environ.get(CPU_OK) == "1":
+        return
+    import torch
+    if torch.cuda.is_available():
+        return
+    raise ModelError(f"no GPU here for model {name!r}: turn one on (Kaggle: Settings > Accelerator > GPU T4 x2), "
+                     f"or set model='tiny' for the offline smoke run (minutes; its numbers mean nothing), or set "
+                     f"{CPU_OK}=1 to train it on the CPU anyway (hours)")
 
 
 def _is_path(name: str) -> bool:

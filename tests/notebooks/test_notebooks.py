@@ -125,3 +125,19 @@ def test_the_kaggle_install_line_works_from_any_folder(path, tmp_path):
                            *[a for a in args if a != "-q"][-2:]], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr  # -e <clone>: a Python project, found from any folder
     assert not any(line.strip() in ("-e .", "-e.") for line in (root / "requirements.txt").read_text().splitlines())
+
+
+def test_run_all_on_a_machine_without_a_gpu_stops_in_its_first_cell_with_the_one_step_to_take(tmp_path, monkeypatch):
+    """The defaults (Qwen3-0.6B) on a CPU-only session, as Kaggle starts one: 01 stops before any model
+    loads or any file is written, saying what to do; the tiny model runs (the test above)."""
+    import nbclient
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    monkeypatch.delenv("SHORTLIST_CPU", raising=False)
+    books = {p.name: p for p in NOTEBOOKS}
+    with pytest.raises(nbclient.exceptions.CellExecutionError) as e:
+        run_all(books["01_predict.ipynb"], {"out": str(tmp_path / "run")}, tmp_path / "01.ipynb")
+    assert "ModelError: no GPU here for model 'Qwen/Qwen3-0.6B': turn one on (Kaggle: Settings > Accelerator" in str(e.value)
+    assert "set model='tiny' for the offline smoke run" in str(e.value)
+    assert not (tmp_path / "run").exists()

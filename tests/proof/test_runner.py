@@ -66,8 +66,17 @@ def test_parameters_are_injected(smoke_run):
 
 
 def test_progress_is_logged_per_step(smoke_run):
-    _, _, log = smoke_run
+    s, _, log = smoke_run
     assert any(line.startswith("01_predict") for line in log) and any("03_report" in line for line in log)
+    # what the terminal shows of each family (papermill prints the kernel's lines): one line per logged
+    # step, with the family, reward, seconds per step and the time left
+    key = s.families[0]
+    nb = nbformat.read(files.notebooks(s.out) / f"02_train_family.{families.parse(key).slug}.ipynb", as_version=4)
+    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    lines = [line for line in text.splitlines() if line.startswith(f"{key} step ")]
+    assert len(lines) == s.steps // s.logging_steps, text[-2000:]
+    assert re.fullmatch(rf"{re.escape(key)} step {s.steps}/{s.steps}: reward \d\.\d{{3}} .*, \d+\.\d s/step, "
+                        r"0\.0 min left", lines[-1]), lines[-1]
 
 
 def test_a_failing_family_is_recorded_the_others_go_on_and_the_exit_status_says_so(smoke_run, tmp_path, monkeypatch,
@@ -193,6 +202,21 @@ def test_a_missing_model_is_one_line_before_any_work(no_model_loads, capsys, tmp
     assert err == ("error: model folder /no/such/model does not exist: give a folder holding config.json and "
                    "weights, a hub name, or model='tiny' (offline)")
     assert not (tmp_path / "run" / "predictions.json").exists()
+
+
+def test_a_missing_model_is_named_before_a_difference_from_committed_predictions(smoke_run, capsys, tmp_path):
+    """A folder committed with the tiny model, rerun with a model that does not exist: the model is the problem."""
+    s, _, _ = smoke_run
+    out = tmp_path / "run"
+    out.mkdir()
+    for name in ("predictions.json", "predictions.sha256"):
+        shutil.copy(Path(s.out) / name, out / name)
+    assert main(["run", "--preset", "smoke", "--model", "/no/such/model", "--out", str(out)]) == 1
+    assert capsys.readouterr().err.strip().startswith("error: model folder /no/such/model does not exist")
+    assert main(["run", "--preset", "smoke", "--set", "steps=6", "--out", str(out)]) == 1
+    assert capsys.readouterr().err.strip() == (
+        f"error: steps=6 differs from the committed steps={s.steps}: restore it (--set steps={s.steps}), or give a "
+        f"new --out to commit new predictions there ({out / 'predictions.json'} holds these)")
 
 
 def test_papermill_refuses_a_bad_parameter_in_one_line_in_the_first_cell(tmp_path):

@@ -1,0 +1,26 @@
+"""The model checked before it loads: where it can train (shortlist/models/config.py)."""
+import pytest
+
+from shortlist.models import config as models
+
+
+def test_a_real_model_without_a_gpu_is_one_line_with_the_step_to_take(monkeypatch):
+    import torch
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.delenv(models.CPU_OK, raising=False)
+    with pytest.raises(models.ModelError) as e:
+        models.check_device("HuggingFaceTB/SmolLM2-135M-Instruct")
+    assert "\n" not in str(e.value) and "GPU T4 x2" in str(e.value) and "SHORTLIST_CPU=1" in str(e.value)
+    models.check_device("tiny")  # the offline smoke model needs no GPU
+    monkeypatch.setenv(models.CPU_OK, "1")  # the user asked for the CPU
+    models.check_device("HuggingFaceTB/SmolLM2-135M-Instruct")
+    monkeypatch.setenv(models.CPU_OK, "0")
+    with pytest.raises(models.ModelError):
+        models.check_device("/models/smollm2")
+
+
+def test_with_a_gpu_any_model_may_train(monkeypatch):
+    import torch
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.delenv(models.CPU_OK, raising=False)
+    models.check_device("Qwen/Qwen3-0.6B")
