@@ -208,6 +208,9 @@ def bookkeeping_callback(scorer: scoring.Scorer, key: str, prior: dict, log, che
         def scoring(self) -> dict:
             return _plus(prior.get("scoring", {}), _plus(_counts(scorer, key), self.counts_at_start, -1))
 
+        def on_train_begin(self, args, state, control, **kwargs):
+            self.first = state.global_step  # a resumed run starts at its checkpoint's step
+
         def on_step_end(self, args, state, control, **kwargs):
             if self.first_step_s is None:
                 self.first_step_s = time.perf_counter() - self.started
@@ -221,11 +224,20 @@ def bookkeeping_callback(scorer: scoring.Scorer, key: str, prior: dict, log, che
 
         def on_log(self, args, state, control, logs=None, **kwargs):
             if logs and "reward" in logs:  # one short line per logged step: papermill shows it, no bar floods
-                log(f"step {state.global_step}/{state.max_steps}: reward {logs['reward']:.3f} "
-                    f"(std {logs.get('reward_std', 0):.3f}, zero-std groups {logs.get('frac_reward_zero_std', 0):.2f}"
-                    f", clipped {logs.get('completions/clipped_ratio', 0):.2f}), "
-                    f"length {logs.get('completions/mean_length', 0):.1f}")
+                log(progress_line(key, state.global_step, state.max_steps, logs,
+                                  time.perf_counter() - self.started, state.global_step - getattr(self, "first", 0)))
     return Bookkeeper()
+
+
+def progress_line(key: str, step: int, steps: int, logs: dict, seconds: float, done: int) -> str:
+    """One logged GRPO step: the family, the step, its reward, seconds per step and the time left, from the
+    steps this process ran (a resumed run's earlier steps are not timed here)."""
+    per = seconds / done if done > 0 else float("nan")
+    left = per * (steps - step)
+    eta = f"{left / 60:.1f} min left" if left == left else "time left unknown"
+    return (f"{key} step {step}/{steps}: reward {logs['reward']:.3f} ± {logs.get('reward_std', 0):.3f}, zero-std "
+            f"{logs.get('frac_reward_zero_std', 0):.2f}, clipped {logs.get('completions/clipped_ratio', 0):.2f}, "
+            f"length {logs.get('completions/mean_length', 0):.0f}, {per:.1f} s/step, {eta}")
 
 
 def run_trainer(trainer, resume: Path | None, folder: Path) -> None:

@@ -50,8 +50,9 @@ def test_reward_curve_has_a_row_per_logged_step(run):
 
 def test_progress_is_a_short_line_per_logged_step(run):
     s, _, lines = run
-    steps = [line for line in lines if line.startswith("step ")]
-    assert len(steps) == s.steps and all(len(line) < 120 for line in steps)
+    key = s.families[0]
+    steps = [line.removeprefix(key) for line in lines if line.startswith(f"{key} step ")]
+    assert len(steps) == s.steps and all(len(line) < 100 for line in steps), steps
 
 
 def test_rescoring_a_stored_result_needs_no_model(run, scorer, no_model_loads):
@@ -280,3 +281,11 @@ def test_training_a_family_compiles_into_the_run_folder(synthetic, monkeypatch, 
     with pytest.raises(AssertionError, match="a model was loaded"):
         train.run_family(s, key, log=lambda *_: None)
     assert used == [Path(s.out) / "work" / "compile"]
+
+
+def test_a_progress_line_names_the_family_and_times_the_steps_this_process_ran():
+    from proof.train import progress_line
+    logs = {"reward": 0.25, "reward_std": 0.1}
+    line = progress_line("chain_sum", 6, 10, logs, seconds=8.0, done=4)  # resumed at step 2: 4 steps in 8 s
+    assert line.startswith("chain_sum step 6/10: reward 0.250 ± 0.100, zero-std 0.00") and line.endswith("2.0 s/step, 0.1 min left")
+    assert progress_line("chain_sum", 4, 10, logs, seconds=1.0, done=0).endswith("time left unknown")
