@@ -1,12 +1,20 @@
-"""python -m proof run: the whole proof, resumable, ending in <out>/report.html.
+"""python -m proof: commit Shortlist's verdicts, train every family with GRPO + LoRA, test the verdicts.
 
+examples:
     python -m proof run --preset smoke                       # offline tiny model, a few minutes on a CPU
     python -m proof run --out results/qwen3                  # the seed's protocol on Qwen3-0.6B
     python -m proof run --preset smoke --set steps=4 --set lr=1e-3 --families "chain_sum, leg_counting"
     python -m proof run --out results/qwen3 --per-gpu 4      # four families at once on each GPU
     python -m proof run --out results/qwen3 --executor ray --address auto   # on a Ray cluster (README)
-    python -m proof report --out examples/smollm2               # the report again, from the folder alone
+    python -m proof report --out examples/smollm2            # the report again, from the folder alone
+
+from a shortlist to a proof:
+    python -m shortlist screen --all --levels --out results/catalog     # the catalog: every family's levels
+    python -m proof run --out results/mine --families "<spec>, <spec>"  # specs: the catalog's "spec" column
+  The proof screens those families again (01_predict), commits the verdicts with their SHA-256, trains
+  each family (02_train_family) and reports whether each verdict held (03_report). A rerun resumes.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,11 +27,17 @@ from proof.settings import SettingsError
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m proof", description=__doc__.splitlines()[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    first, rest = __doc__.split("\n", 1)
+    ap = argparse.ArgumentParser(prog="python -m proof", description=first,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=rest)
     sub = ap.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="predict, train every family, report")
-    run.add_argument("--preset", choices=sorted(settings_.PRESETS), help="a named set of settings")
+    run = sub.add_parser("run", help="predict, train every family, report", formatter_class=argparse.RawDescriptionHelpFormatter,
+                         description="The whole proof, resumable, ending in <out>/report.html: 01_predict once, "
+                                     "02_train_family per family, 03_report.", epilog=rest)
+    run.add_argument("--preset", choices=sorted(settings_.PRESETS),
+                     help="full (default): the seed's protocol on the trainee's model (Qwen3-0.6B), into results/full; "
+                          "smoke: the whole pipeline on the offline tiny model in minutes on a CPU, into results/smoke "
+                          "(its numbers mean nothing)")
     run.add_argument("--model", help="a hub name, a local folder, or 'tiny' (default: the trainee's own)")
     run.add_argument("--trainee", help="a profile (qwen3, smollm2), 'profile(field=value, ...)', or a .json file")
     run.add_argument("--families", help="comma-separated family specs (default: the preset's)")

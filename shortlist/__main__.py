@@ -1,12 +1,18 @@
-"""python -m shortlist screen: which families can GRPO improve this model on?
+"""python -m shortlist: which families, at which level, can GRPO improve this model on?
 
+examples:
     python -m shortlist screen --model tiny --families "chain_sum(max_terms=2, max_digits=1), leg_counting"
     python -m shortlist screen --trainee smollm2 --model /models/smollm2
     python -m shortlist screen --all --levels --out results/catalog --budget-min 60   # the catalog (catalog/)
     python -m shortlist screen --all --out results/catalog --per-gpu 4    # four workers on each GPU
     python -m shortlist screen --all --out results/catalog --executor ray --address auto   # on a Ray cluster
     python -m shortlist families      # every Reasoning Gym family that builds with its defaults
+
+from a shortlist to a proof: a row's "spec" is a family spec the proof takes unchanged,
+    python -m proof run --out results/mine --families "<spec>, <spec>"
+  which commits the verdicts first, then trains each family and tests them (python -m proof --help).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,15 +31,20 @@ from shortlist.trainee import TraineeError
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m shortlist", description=__doc__.splitlines()[0])
+    first, rest = __doc__.split("\n", 1)
+    ap = argparse.ArgumentParser(prog="python -m shortlist", description=first,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=rest)
     sub = ap.add_subparsers(dest="command", required=True)
-    sc = sub.add_parser("screen", help="sample a model on families and print a verdict per family")
+    sc = sub.add_parser("screen", help="sample a model on families and print a verdict per family",
+                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=rest)
     sc.add_argument("--trainee", default="qwen3",
                     help="a profile (qwen3, smollm2), 'profile(field=value, ...)', or a .json file")
     sc.add_argument("--model", help="a hub name, a local folder, or 'tiny' (offline); default: the trainee's own")
     sc.add_argument("--families", help=f"default: {', '.join(sources.DEFAULT)}; with --levels, names only")
     sc.add_argument("--tasks", type=int, default=defaults.SCREEN_TASKS, help="tasks per family")
-    sc.add_argument("--first-seed", type=int, default=defaults.PREDICT_SEED)
+    sc.add_argument("--first-seed", type=int, default=defaults.PREDICT_SEED,
+                    help=f"the first task seed; tasks are seeds first..first+tasks-1 (default {defaults.PREDICT_SEED}: "
+                         "the proof's prediction tasks)")
     sc.add_argument("--batch", type=int, default=defaults.SAMPLE_BATCH,
                     help="sequences per generate() call; 0: as many as fit in GPU memory")
     sc.add_argument("--json", help="also write the screens to this file")
@@ -81,11 +92,17 @@ def main(argv: list[str] | None = None) -> int:
     with scoring.Scorer() as scorer:
         screens = screening.screen_all(sampler, scorer, chosen, args.tasks, args.first_seed,
                                        log=lambda line: print(line, file=sys.stderr, flush=True))
+        scored_by = scorer.settings()
     print(f"{loaded.source['name']} as {who.profile}: {args.tasks} tasks x {who.group} samples per family\n")
     print(screening.table(screens))
-    if args.json:
-        output.write_json(Path(args.json), {"model": loaded.source, "trainee": who.as_dict(),
-                                            "screens": [s.as_dict() for s in screens]})
+    if args.json:  # what produced it, as every record of a run says: model, trainee, settings, versions, device, engine
+        from shortlist import provenance
+        from shortlist.generation import engine
+        output.write_json(Path(args.json), {
+            "model": loaded.source, "trainee": who.as_dict(),
+            "settings": {"tasks": args.tasks, "first_seed": args.first_seed, "batch": args.batch},
+            **provenance.stamp(), "engine": engine.status(), "scoring": scored_by,
+            "screens": [s.as_dict() for s in screens]})
     return 0
 
 
