@@ -214,7 +214,7 @@ def headline(report: Report) -> str:
     held = sum(a[k]["held"] for k in judged)
     c = report.across["confusion"]
     if judged:
-        text = (f"**The rule held on {held} of {len(judged)} judged families** (accuracy {c['accuracy']:.2f}, "
+        text = (f"**The rule held on {held} of {page.count(len(judged), 'judged family', 'judged families')}** (accuracy {c['accuracy']:.2f}, "
                 f"Wilson 95% CI {c['ci95'][0]:.2f}–{c['ci95'][1]:.2f}).")
     else:
         text = f"**The rule held on 0 of 0 judged families**: no family could be judged."
@@ -222,9 +222,9 @@ def headline(report: Report) -> str:
     real = sum(a[r.family]["learning"] == "accuracy" for r in raised)
     collapsed = sum(a[r.family]["learning"] == "collapsed" for r in raised)
     if raised:
-        text += (f" Of the {len(raised)} significant gains GRPO made, {real} were real learning (more correct "
-                 f"answers than before and than any constant answer), {len(raised) - real - collapsed} were partial "
-                 f"credit only and {collapsed} were collapse.")
+        text += (f" Of the {page.count(len(raised), 'significant gain')} GRPO made: {real} real learning (more "
+                 f"correct answers than before and than any constant answer), {len(raised) - real - collapsed} "
+                 f"partial credit only, {collapsed} collapse.")
     else:
         text += " GRPO made no significant gain on any family."
     kept = [a[k]["judgement"] for k in judged if report.prediction(k)["prediction"] == "no change" and a[k]["held"]]
@@ -537,12 +537,12 @@ def rules_text(report: Report) -> str:
         if not r["disagree"]:
             lines.append(f"The rule and '{r['rule']}' disagree on 0 families: this run cannot tell them apart.")
         elif m["discordant"] == 0:
-            lines.append(f"The rule and '{r['rule']}' disagree on {r['disagree']} families but are right on the "
+            lines.append(f"The rule and '{r['rule']}' disagree on {page.count(r['disagree'], 'family', 'families')} but are right on the "
                          f"same ones: no evidence either way.")
         else:
             better = "the rule" if m["only_first"] > m["only_second"] else f"'{r['rule']}'" \
                 if m["only_second"] > m["only_first"] else "neither"
-            lines.append(f"Against '{r['rule']}': {m['only_first']} families only the rule got right, "
+            lines.append(f"Against '{r['rule']}': {page.count(m['only_first'], 'family', 'families')} only the rule got right, "
                          f"{m['only_second']} only it did; {better} does better here, exact McNemar p {m['p']:.3f}"
                          + (" (not significant)" if m["p"] > report.settings["alpha"] else "") + ".")
     if report.across["never"]:
@@ -564,7 +564,7 @@ def confusion_text(report: Report) -> str:
     if c["accuracy"] is None:
         return "No family finished, so the rule has no accuracy yet."
     return (f"The rule's accuracy: {c['accuracy']:.2f} (Wilson 95% CI {c['ci95'][0]:.2f}–{c['ci95'][1]:.2f}) "
-            f"over {sum(v for k, v in c.items() if ',' in k)} families.")
+            f"over {page.count(sum(v for k, v in c.items() if ',' in k), 'family', 'families')}.")
 
 
 def correlations_table(report: Report):

@@ -12,6 +12,11 @@ from pathlib import Path
 TEMPLATES = Path(__file__).resolve().parent / "templates"  # report.html.j2: the lab template, offline
 
 
+def count(n: int, one: str, many: str | None = None) -> str:
+    """'1 family', '3 families': a count with its noun agreeing."""
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
 def nbconvert_templates() -> str:
     """The folder holding nbconvert's own templates ("lab", "base"), looked up from where nbconvert is installed.
 

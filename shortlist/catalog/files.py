@@ -72,7 +72,7 @@ def to_html(catalog: Catalog) -> str:
     if t.model == tiny.NAME:
         parts.append(page.box("banner", f"{page.SMOKE} {page.TINY}"))
     if catalog.unreached:
-        parts.append(page.box("warning", f"{len(catalog.unreached)} families were not screened to the end: see the "
+        parts.append(page.box("warning", f"{page.count(len(catalog.unreached), 'family was', 'families were')} not screened to the end: see the "
                                          f"last table."))
     levels = "up its curriculum until too hard" if s["walk"] else "at its easiest level that builds"
     parts.append(f"<p>{html.escape(a['model']['name'])} as <b>{html.escape(t.profile)}</b>: {s['tasks']} tasks × "

@@ -29,7 +29,7 @@ import platform
 import time
 from pathlib import Path
 
-from shortlist import output, placement, provenance, spec
+from shortlist import output, page, placement, provenance, spec
 from shortlist.catalog import files, walk
 from shortlist.catalog.records import OUT, Catalog, CatalogError, Plan, Unreached  # noqa: F401
 from shortlist.models import config as model_config
@@ -102,7 +102,7 @@ def _fan_out(p: Plan, executor: placement.Executor, log) -> dict:
             files=(("plan.json", json.dumps(job.as_dict()).encode()),), reads=walks,
             writes=(*walks, f"workers/{job.label.replace(' ', '')}.json"), caches=("compile",)))
         shares[job.label] = share
-        log(f"{job.label}: {len(share)} families")
+        log(f"{job.label}: {page.count(len(share), 'family', 'families')}")
     exits = {}
 
     def ended(ran: placement.Ran) -> None:
@@ -162,7 +162,7 @@ def summary(found: Catalog, p: Plan) -> str:
     lines += [f"{s['rank']:4d}  {s['learnability']:.3f}  {s['best']}" + (
         f"  (improves at levels {', '.join(map(str, s['levels']))})" if len(s["levels"]) > 1 else "") for s in short]
     lines.append(f"{len(found.rows)} family x level screens, {len(found.failures)} could not be built or screened, "
-                 f"{len(found.unreached)} families not reached")
+                 f"{page.count(len(found.unreached), 'family', 'families')} not reached")
     why: dict[str, list[str]] = {}  # the same command again goes on from where each one stopped
     for u in found.unreached:
         why.setdefault(u.why, []).append(u.family + (f" (from level {u.level})" if u.level not in (None, 0) else ""))

@@ -22,11 +22,19 @@ def test_headline_counts_held_failed_and_not_run(synthetic):
     r = report.load(s.out)
     text = report.headline(r)
     assert text.startswith("**The rule held on 1 of 2 judged families** (accuracy 0.50, Wilson 95% CI 0.09–0.91). Of "
-                           "the 1 significant gains GRPO made, 1 were real learning (more correct answers than before "
-                           "and than any constant answer), 0 were partial credit only and 0 were collapse.")
+                           "the 1 significant gain GRPO made: 1 real learning (more correct answers than before "
+                           "and than any constant answer), 0 partial credit only, 0 collapse.")
+    assert report.confusion_text(r).endswith(" over 2 families.")
     assert text.endswith(" (1 failed, 1 not run.)")
     assert "The rule and 'always improves' disagree on 0 families: this run cannot tell them apart." in text
     assert "No family was predicted 'too hard' or 'already solved' or 'no signal'" in text
+
+
+def test_counts_of_one_read_in_the_singular(synthetic):
+    s = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP}})
+    r = report.load(s.out)
+    assert report.headline(r).startswith("**The rule held on 1 of 1 judged family** (")
+    assert report.confusion_text(r).endswith(" over 1 family.")
 
 
 def test_outcomes_table_says_why_a_family_has_no_outcome(synthetic):
