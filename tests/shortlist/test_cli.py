@@ -1,12 +1,20 @@
+import json
 import subprocess
 import sys
 
 from shortlist.__main__ import main
 
 
-def test_screen_prints_a_verdict_table_for_the_tiny_model(capsys):
+def test_screen_prints_a_verdict_table_for_the_tiny_model(capsys, tmp_path):
+    saved = tmp_path / "screens.json"
     assert main(["screen", "--model", "tiny", "--tasks", "4", "--trainee", "qwen3(group=4, max_new_tokens=12)",
-                 "--families", "leg_counting(min_animals=1, max_animals=1, max_instances=2), chain_sum"]) == 0
+                 "--families", "leg_counting(min_animals=1, max_animals=1, max_instances=2), chain_sum",
+                 "--json", str(saved)]) == 0
+    record = json.loads(saved.read_text())  # says what produced it, as every record of a run does
+    assert record["model"]["name"] == "tiny" and record["trainee"]["group"] == 4
+    assert record["settings"] == {"tasks": 4, "first_seed": 500, "batch": record["settings"]["batch"]}
+    assert record["versions"]["torch"] and record["versions"]["transformers"] and "cuda" in record["device"]
+    assert record["engine"]["engine"] in ("generate", "static") and record["scoring"]["deadline_s"] > 0 and len(record["screens"]) == 2
     out = capsys.readouterr().out
     rows = [line for line in out.splitlines() if line.startswith(("leg_counting", "chain_sum"))]
     assert len(rows) == 2 and "verdict" in out
