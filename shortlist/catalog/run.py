@@ -108,8 +108,9 @@ def _fan_out(p: Plan, executor: placement.Executor, log) -> dict:
     def ended(ran: placement.Ran) -> None:
         if ran.rc != 0:
             gpu = f", GPU {ran.where['gpu']}" if ran.where.get("gpu") else ""
-            exits[ran.job.name] = (shares[ran.job.name], f"its worker ({ran.job.name}{gpu}) " + (
-                f"exited with {ran.rc}" if ran.rc is not None else ran.why.removeprefix("its ")))
+            exits[ran.job.name] = (shares[ran.job.name], f"its worker ({ran.job.name}{gpu}) exited with {ran.rc}"
+                                   if ran.rc is not None else  # lost: "its Ray worker was lost: ..."
+                                   (ran.why or "its worker was lost").replace(" worker", f" worker ({ran.job.name}{gpu})", 1))
     executor.run(jobs, p.out, done=ended, log=log)
     return exits
 

@@ -17,8 +17,8 @@ def test_a_gain_of_partial_credit_alone_is_labelled_and_headlined(synthetic):
     a = r.analyses["chain_sum"]
     assert a["learning"] == "partial credit only" and not a["accuracy_improved"]
     assert a["judgement"] == "did not hold (partial credit only)"
-    assert "0 were real learning (more correct answers than before and than any constant answer), 1 were partial " \
-           "credit only and 0 were collapse" in report.headline(r)
+    assert "gain GRPO made: 0 real learning (more correct answers than before and than any constant answer), 1 " \
+           "partial credit only, 0 collapse." in report.headline(r)
     fmt = report.format_table(r).data.iloc[0]
     assert fmt["answer length (chars)"] == "11.0 → 3.0"
 
@@ -124,7 +124,7 @@ def test_a_trained_model_that_prints_one_answer_has_collapsed_and_is_not_counted
     assert a["judgement"] == "held (collapsed)" and r.across["judged"] == ["chain_sum"]
     assert constants["distinct_answers"] == 1 / N and constants["mode"]["accuracy"] == r.results[key].after.accuracy
     text = report.headline(r)
-    assert "The rule held on 1 of 1 judged families" in text and "1 were collapse" in text
+    assert "The rule held on 1 of 1 judged family" in text and ", 1 collapse." in text
     assert f"Trained but not judged (1): {key} (collapsed)" in text
     assert any(w.startswith(f"{key}: its gain is collapse, not learning") for w in report.warnings(r))
     assert "collapsed" in report.family_line(r, key) and "not judged: collapsed" in report.family_line(r, key)

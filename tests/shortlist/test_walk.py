@@ -130,10 +130,25 @@ def test_the_budget_stops_new_screens_and_reports_what_it_did_not_reach(tmp_path
 
 
 def test_a_worker_that_died_leaves_its_families_not_reached_with_the_reason(tmp_path):
-    p = plan(tmp_path, ["chain_sum", "leg_counting"]).replace(model_identity={"name": "tiny", "revision": "x"})
-    found = catalog.assemble(p, {"1": (("leg_counting",), -9), "0": (("chain_sum",), 0)}, 1.0)
-    assert [(u.family, u.why) for u in found.unreached] == [("chain_sum", "the budget ran out"),
-                                                            ("leg_counting", "its worker (GPU 1) exited with -9")]
+    from shortlist import placement
+    p = plan(tmp_path, ["chain_sum", "leg_counting", "products"]).replace(model_identity={"name": "tiny", "revision": "x"})
+
+    class TwoSlots:  # an executor whose second worker is killed (-9) and whose third is lost with its node
+        name = "fake"
+
+        def capacity(self):
+            return 3
+
+        def run(self, jobs, out, done, log):
+            ends = [(0, None, {}), (-9, "killed", {"gpu": "1"}), (None, "its Ray worker was lost: node died", {})]
+            for job, (rc, why, where) in zip(jobs, ends):
+                done(placement.Ran(job, rc, why, where))
+    exits = catalog._fan_out(p, TwoSlots(), log=lambda line: None)
+    found = catalog.assemble(p, exits, 1.0)
+    assert [(u.family, u.why) for u in found.unreached] == [
+        ("chain_sum", "the budget ran out"),  # its worker ended well: it only ran out of time
+        ("leg_counting", "its worker (worker 2, GPU 1) exited with -9"),
+        ("products", "its Ray worker (worker 3) was lost: node died")]
 
 
 def test_builders_build_ahead_in_their_own_process_and_a_build_past_the_budget_is_killed():
