@@ -174,7 +174,7 @@ def warnings(report: Report) -> list[str]:
 def family_line(report: Report, key: str) -> str:
     """One sentence: the verdict, the outcome on unseen questions, and what the outcome was."""
     p, e = report.prediction(key), report.evidence.get(key)
-    said = f"**{key}**: predicted *{p['prediction']}* ({p['verdict']})"
+    said = f"**{key}**: predicted \"{p['prediction']}\" ({p['verdict']})"
     result = report.results.get(key)
     if not isinstance(result, FamilyResult):
         return f"{said}; {status(report, key)}."
@@ -349,7 +349,7 @@ def _p(resamples: int, adjusted_for: int = 1):
     """A bootstrap p-value's format: 0 means no resample crossed, so it shows as below the resolution,
     never as a p of exactly 0. The resolution is 1/resamples, times the number of tests where Holm's
     adjustment multiplied it; the bound is rounded up, so that it stays a bound."""
-    bound = adjusted_for / resamples
+    bound = max(adjusted_for, 1) / resamples  # no test yet (nothing finished): the unadjusted resolution
     exponent = math.floor(math.log10(bound))
     mantissa = math.ceil(round(bound / 10 ** exponent, 9))
     if mantissa == 10:

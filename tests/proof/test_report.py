@@ -37,6 +37,15 @@ def test_counts_of_one_read_in_the_singular(synthetic):
     assert report.confusion_text(r).endswith(" over 1 family.")
 
 
+def test_a_run_where_no_family_has_finished_yet_still_reports(synthetic, tmp_path):
+    """Predictions committed, every family still training (or not started): the report renders, and says so."""
+    from proof import runner, settings
+    s = synthetic({}, not_run=["chain_sum", "leg_counting"])
+    html = runner.report_again(s.out).read_text()
+    assert "The rule held on 0 of 0 judged families" in html and "not run" in html
+    assert "<b>chain_sum</b>: predicted \"improves\" (improves); not run." in html  # no stray markdown
+
+
 def test_outcomes_table_says_why_a_family_has_no_outcome(synthetic):
     s = synthetic({"chain_sum": {"prediction": "no change", "before": HELD_UP, "after": HELD_UP},
                    "leg_counting": {"failed": "RuntimeError: boom"}}, not_run=["products"])
