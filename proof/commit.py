@@ -161,8 +161,9 @@ def predict(settings: Settings, log=print) -> tuple[dict, str]:
     from shortlist import screening, scoring
     from shortlist.generation import compile_cache, engine, sampling
     from shortlist.models import config as models
-    files.check_writable(settings.out)
     trainee = settings.profile
+    models.check_device(trainee.model)  # no GPU for a real model (Run All on a CPU session): the step to take
+    files.check_writable(settings.out)
     models.check_fits(models.model_config(trainee.model), trainee)
     built = {key: family_tasks(settings, key) for key in settings.families}  # the tasks before the model
     compile_cache.use(files.compile_cache(settings.out))  # the families trained after this reuse it

@@ -24,10 +24,7 @@ def start(namespace: dict) -> settings_.Settings:
     out = values.get("out")  # an empty out is refused by make(), not taken for the repository root
     if isinstance(out, str) and out.strip() and not Path(out).expanduser().is_absolute():
         values["out"] = str(ROOT / values["out"])
-    settings = settings_.make(**values)
-    from shortlist.models import config as models
-    models.check_device(settings.profile.model)  # no GPU for a real model: the one step to take, now
-    return settings
+    return settings_.make(**values)
 
 
 def keep(settings: settings_.Settings, name: str, family: str | None = None) -> Path | None:
