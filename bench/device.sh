@@ -17,6 +17,9 @@
 #   start22    .whl                       issue 22 in the background: catalog, selection, predictions, a
 #                                         second screen, the proof (after model-1 and model-2)
 #   wait22 S   (none)                     waits up to S seconds, then brings back what it wrote
+#   resume22   .whl                       the proof of examples/smollm2-22 again, from what it committed
+#                                         (predictions, stored evaluations): no new catalog or selection
+#                                         (after model-1 and model-2; then wait22)
 #
 # Everything the command measured lands in $OUT; copy it into bench/results/ or examples/.
 set -uo pipefail
@@ -98,6 +101,22 @@ python3 -m shortlist screen --trainee smollm2 --model /root/smollm2 --families "
 python3 -m proof run --trainee smollm2 --model /root/smollm2 --families "\$(cat /root/runs/families.txt)" \\
   --out /root/runs/proof --per-gpu ${PROOF_PER_GPU:-8} > /root/logs/proof.log 2>&1
 wait
+date +%s > /root/runs/finished
+EOS
+    setsid nohup bash /root/run22.sh > /root/logs/run22.log 2>&1 &
+    sleep 20; tail -n 3 /root/logs/*.log ;;
+  resume22)
+    # the committed selection and predictions, not a new catalog: the list was fixed before any training
+    install
+    [ -d /root/smollm2 ] || env $PINNED python3 /root/gguf-to-hf /root/smollm2.gguf /root/smollm2 || exit 1
+    mkdir -p /root/logs /root/repo /root/runs
+    tar --exclude=./.whl --exclude=./.device-model --exclude=./.device -cf - . | tar -xf - -C /root/repo
+    cp -r examples/smollm2-22/proof /root/runs/proof && cp examples/smollm2-22/{selection.json,families.txt,second_screen.json} /root/runs/
+    cat > /root/run22.sh <<EOS
+cd /root/repo && export $PINNED_REPO HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
+date +%s > /root/runs/started
+python3 -m proof run --trainee smollm2 --model /root/smollm2 --families "\$(cat /root/runs/families.txt)" \\
+  --out /root/runs/proof --per-gpu ${PROOF_PER_GPU:-8} > /root/logs/proof.log 2>&1
 date +%s > /root/runs/finished
 EOS
     setsid nohup bash /root/run22.sh > /root/logs/run22.log 2>&1 &
