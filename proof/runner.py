@@ -159,7 +159,10 @@ def papermill(notebook: str, dest: str, parameters: str, out: str | None = None)
 
 def _kernel_manager():
     """jupyter_client's kernel manager, with the kernel started as a job's process (placement.launcher):
-    jupyter_client starts it in a session of its own, where killing papermill's group would miss it."""
+    jupyter_client starts it in a session of its own, where killing papermill's group would miss it. Its
+    shutdown asks the kernel to stop without interrupting it first: jupyter_client sends SIGINT before every
+    shutdown, and an idle kernel logs that as "[IPKernelApp] ERROR | KeyboardInterrupt caught in kernel"
+    in a run that went well (a kernel that does not stop is still killed, by jupyter_client or the job)."""
     from jupyter_client import AsyncKernelManager
 
     class JobKernelManager(AsyncKernelManager):
@@ -168,6 +171,11 @@ def _kernel_manager():
             if cmd[1:2] != ["-m"]:  # not `python -m ipykernel_launcher ...`: a kernel this project did not expect
                 raise RuntimeError(f"unexpected kernel command {cmd[:3]}")
             return [cmd[0], *placement.launcher(cmd[2], cmd[3:], os.getpid(), gpu=True)[1:]]
+
+        async def _async_interrupt_kernel(self) -> None:
+            if self.shutting_down:
+                return
+            await super()._async_interrupt_kernel()
     return JobKernelManager
 
 
