@@ -51,7 +51,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "report":
         from proof import runner
         try:
-            print(f"report: {runner.report_again(args.out)}")
+            with placement.stop_on_signals():
+                print(f"report: {runner.report_again(args.out)}")
+        except placement.Stopped as e:
+            print(f"stopped by {e}: the report was not written; the same command builds it", file=sys.stderr)
+            return e.code
         except (CommitError, SettingsError, RuntimeError) as e:
             print(f"error: {e}", file=sys.stderr)
             return 1

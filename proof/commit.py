@@ -108,8 +108,7 @@ def verified(settings: Settings, family: str | None = None) -> tuple[dict, str]:
     for name, value in ours.items():
         if body["trainee"].get(name) != value:
             theirs = body["trainee"].get(name)
-            restore = (f"--model {theirs}" if name == "model" else f"--trainee {theirs}" if name == "profile"
-                       else f"--trainee \"{body['trainee'].get('profile')}({name}={theirs!r})\"")
+            restore = f"--model {theirs}" if name == "model" else f"the trainee's {name}={theirs!r}"
             raise CommitError(f"trainee {name}={value!r} differs from the committed {name}="
                               f"{body['trainee'].get(name)!r}: restore it ({restore}), {way_out}")
     for name, value in settings.protocol().items():
@@ -150,11 +149,11 @@ def predict(settings: Settings, log=print) -> tuple[dict, str]:
     except NotCommitted:
         pass
     except CommitError as e:
-        raise CommitError(f"{settings.out} already holds other predictions ({e}); choose another out folder") from None
+        raise CommitError(f"{settings.out} already holds other predictions: {e}") from None
     else:
         if body["families"] != list(settings.families):
             raise CommitError(f"{settings.out} already holds predictions for other families "
-                              f"({', '.join(body['families'])}); choose another out folder")
+                              f"({', '.join(body['families'])}): give a new --out for these families")
         log(f"kept the predictions committed at {body['written_at']} (sha256 {sha})")
         return body, sha
 
@@ -162,9 +161,9 @@ def predict(settings: Settings, log=print) -> tuple[dict, str]:
     from shortlist.generation import compile_cache, engine, sampling
     from shortlist.models import config as models
     trainee = settings.profile
+    models.check_fits(models.model_config(trainee.model), trainee)  # a model that cannot be had, named first
     models.check_device(trainee.model)  # no GPU for a real model (Run All on a CPU session): the step to take
     files.check_writable(settings.out)
-    models.check_fits(models.model_config(trainee.model), trainee)
     built = {key: family_tasks(settings, key) for key in settings.families}  # the tasks before the model
     compile_cache.use(files.compile_cache(settings.out))  # the families trained after this reuse it
     loaded = sampling.load(trainee.model)

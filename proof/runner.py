@@ -63,7 +63,8 @@ def report_again(out) -> Path:
     known = set(settings_.names())
     settings = settings_.make(**{k: v for k, v in body["settings"].items() if k in known},
                               families=body["families"], trainee=body["trainee"], out=out)
-    return build_report(settings, sha)
+    with placement.one_run(out):  # not beside a run that is writing the same folder
+        return build_report(settings, sha)
 
 
 def publish(settings: Settings, enabled: bool = True) -> Path | None:
@@ -97,6 +98,7 @@ def notebook_job(name: str, notebook: Path, dest: Path, parameters: dict, reads=
     dest is always a whole executed notebook, failed or not; one a stopped run left goes now."""
     out, partial = Path(parameters["out"]), _partial(dest)
     partial.unlink(missing_ok=True)
+    Path(dest).unlink(missing_ok=True)  # an earlier attempt's notebook is not this attempt's evidence
     inside = partial.resolve().is_relative_to(out.resolve())
     where = f"{placement.OUT}/{partial.resolve().relative_to(out.resolve())}" if inside else str(partial)
     return placement.Job(

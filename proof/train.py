@@ -210,6 +210,7 @@ def bookkeeping_callback(scorer: scoring.Scorer, key: str, prior: dict, log, che
 
         def on_train_begin(self, args, state, control, **kwargs):
             self.first = state.global_step  # a resumed run starts at its checkpoint's step
+            self.begun = time.perf_counter()  # steps are timed from here: not the trainer's construction
 
         def on_step_end(self, args, state, control, **kwargs):
             if self.first_step_s is None:
@@ -225,7 +226,7 @@ def bookkeeping_callback(scorer: scoring.Scorer, key: str, prior: dict, log, che
         def on_log(self, args, state, control, logs=None, **kwargs):
             if logs and "reward" in logs:  # one short line per logged step: papermill shows it, no bar floods
                 log(progress_line(key, state.global_step, state.max_steps, logs,
-                                  time.perf_counter() - self.started, state.global_step - getattr(self, "first", 0)))
+                                  time.perf_counter() - self.begun, state.global_step - self.first))
     return Bookkeeper()
 
 

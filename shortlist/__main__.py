@@ -22,6 +22,7 @@ from pathlib import Path
 
 from shortlist import defaults, output, placement, sources, trainee
 from shortlist.catalog.records import CatalogError
+from shortlist.errors import OneLine
 from shortlist.models import config as models
 from shortlist.models.config import ModelError
 from shortlist.output import OutputError
@@ -127,7 +128,7 @@ def _catalog(p, where, started: float) -> int:
     except placement.Stopped as e:
         print(f"stopped by {e}: every walk is kept as written; the same command goes on in {p.out}", file=sys.stderr)
         return e.code
-    except (placement.PlacementError, placement.Busy) as e:
+    except OneLine as e:  # a cluster that cannot take the jobs, a folder in use, a full disk, a model gone
         print(f"error: {e}", file=sys.stderr)
         return 2 if isinstance(e, placement.PlacementError) else 1
     print(catalog.summary(found, p))

@@ -279,13 +279,18 @@ def free_gib(gpus: list[str]) -> dict[str, float]:
     """Each GPU's free memory, asked in a process of its own: the batch keeps no CUDA context."""
     code = ("import json, torch; print(json.dumps([torch.cuda.mem_get_info(i)[0] "
             "for i in range(torch.cuda.device_count())]))")
-    done = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, CUDA_VISIBLE_DEVICES=",".join(gpus)),
-                          capture_output=True, text=True, timeout=300)
+    try:
+        done = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, CUDA_VISIBLE_DEVICES=",".join(gpus)),
+                              capture_output=True, text=True, timeout=300)
+    except subprocess.TimeoutExpired:
+        raise PlacementError("--per-gpu auto: reading the GPUs' free memory took over 300 s") from None
     try:
         free = json.loads(done.stdout.strip().splitlines()[-1])
     except (IndexError, ValueError):
         raise PlacementError(f"--per-gpu auto: could not read the GPUs' free memory "
                              f"({(done.stderr.strip().splitlines() or ['no output'])[-1]})") from None
+    if len(free) != len(gpus):
+        raise PlacementError(f"--per-gpu auto: CUDA_VISIBLE_DEVICES names {len(gpus)} GPUs, torch sees {len(free)}")
     return {gpu: f / 2 ** 30 for gpu, f in zip(gpus, free)}
 
 
@@ -439,8 +444,10 @@ class RayExecutor(Executor):
         ray = _ray()
         self.joined = not ray.is_initialized()
         if self.joined:
+            ours = signal.getsignal(signal.SIGTERM)  # ray.init puts sys.exit in its place: a stop would exit 15
             try:
                 ray.init(address=address, log_to_driver=True)
+                signal.signal(signal.SIGTERM, ours)
             except Exception as e:  # noqa: BLE001  ConnectionError, or Ray's own: no cluster there, either way
                 raise PlacementError(f"cannot join a Ray cluster at --address {address}: {one_line(e)} (start one "
                                      f"with `ray start --head`)") from None
@@ -471,7 +478,8 @@ class RayExecutor(Executor):
         ray = _ray()
         out = Path(out)
         cache_key = hashlib.sha256(f"{socket.gethostname()}:{out.resolve()}".encode()).hexdigest()[:16]
-        env = {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")}  # None: unset there too, as here
+        # None: unset there too, as here. SHORTLIST_CPU: a CPU cluster (--cpus-per-job) trains what it was told to
+        env = {name: os.environ.get(name) for name in ("OMP_NUM_THREADS", "SHORTLIST_CPU", "HF_HUB_OFFLINE")}
         running, ended = {}, []
         try:
             for job in jobs:
@@ -626,7 +634,9 @@ class _Watch:
 
 
 def _worker_root() -> Path:
-    root = Path(os.environ.get("SHORTLIST_CACHE", Path.home() / ".cache" / "shortlist")) / "ray"
+    """This node's own folder: a home shared between nodes (NFS) holds other nodes' live jobs, whose pids
+    mean nothing here, so stale jobs are looked for among this host's only."""
+    root = Path(os.environ.get("SHORTLIST_CACHE", Path.home() / ".cache" / "shortlist")) / "ray" / socket.gethostname()
     (root / "jobs").mkdir(parents=True, exist_ok=True)
     return root
 
@@ -714,10 +724,17 @@ def one_run(out):
     """Hold <out>/lock (flock, exclusive) for the whole run: a second run into the same folder is refused
     in one line that names the first. The kernel drops the lock with its holder, however that ends."""
     out = Path(out)
-    fd = os.open(out / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    try:  # read-only is enough for flock: a lock file another user left is still ours to lock
+        fd = os.open(out / LOCK, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    except OSError as e:
+        raise Busy(f"{out / LOCK}: cannot open the run's lock ({e.strerror})") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+    except OSError as e:
+        if not isinstance(e, BlockingIOError):
+            os.close(fd)
+            raise Busy(f"{out}: this filesystem cannot lock the run's folder ({e.strerror}): give an --out on "
+                       f"a local disk") from None
         os.close(fd)
         try:
             h = output.read_json(out / HOLDER)

@@ -60,9 +60,9 @@ def test_missing_hash_or_predictions_are_refused(committed, no_model_loads):
     ({"model": "Qwen/Qwen3-0.6B"}, "trainee model='Qwen/Qwen3-0.6B' differs from the committed model='tiny': "
                                    "restore it (--model tiny), or give a new --out"),
     ({"trainee": "qwen3(max_new_tokens=17)"}, "trainee max_new_tokens=17 differs from the committed max_new_tokens=16: "
-                                              'restore it (--trainee "qwen3(max_new_tokens=16)"), or give a new --out'),
+                                              "restore it (the trainee's max_new_tokens=16), or give a new --out"),
     ({"trainee": "smollm2", "model": "tiny"}, "trainee profile='smollm2' differs from the committed profile='qwen3': "
-                                              "restore it (--trainee qwen3)"),
+                                              "restore it (the trainee's profile='qwen3')"),
     ({"eval_n": 30}, "eval_n=30 differs"),
 ])
 def test_training_under_other_settings_is_refused_naming_the_way_out(committed, no_model_loads, change, fragment):
@@ -108,7 +108,7 @@ def test_predict_keeps_committed_predictions_and_never_overwrites_others(committ
     assert kept == sha
     with pytest.raises(CommitError, match="other families"):
         commit.predict(s.replace(families=("chain_sum",)), log=lambda *_: None)
-    with pytest.raises(CommitError, match="choose another out folder"):
+    with pytest.raises(CommitError, match=r"already holds other predictions: steps=5 differs .* or give a new --out"):
         commit.predict(s.replace(steps=s.steps + 1), log=lambda *_: None)
     assert commit.verified(s)[1] == sha
 

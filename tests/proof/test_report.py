@@ -46,6 +46,18 @@ def test_a_run_where_no_family_has_finished_yet_still_reports(synthetic, tmp_pat
     assert "<b>chain_sum</b>: predicted \"improves\" (improves); not run." in html  # no stray markdown
 
 
+def test_the_report_again_is_refused_beside_a_run_writing_the_same_folder(synthetic, capsys):
+    from proof.__main__ import main
+    from shortlist import placement
+    s = synthetic({}, not_run=["chain_sum"])
+    with placement.one_run(s.out):
+        assert main(["report", "--out", s.out]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {s.out} is in use by another run (pid ") and "\n" not in err
+    assert not files.report(s.out).exists()
+    assert main(["report", "--out", s.out]) == 0 and files.report(s.out).exists()  # once it is free
+
+
 def test_outcomes_table_says_why_a_family_has_no_outcome(synthetic):
     s = synthetic({"chain_sum": {"prediction": "no change", "before": HELD_UP, "after": HELD_UP},
                    "leg_counting": {"failed": "RuntimeError: boom"}}, not_run=["products"])

@@ -249,6 +249,20 @@ def test_a_second_run_on_the_same_folder_is_refused_in_one_line_naming_the_first
                 pass
 
 
+def test_a_filesystem_without_flock_is_one_line(tmp_path, monkeypatch):
+    import errno
+    import fcntl
+
+    def no_locks(fd, how):
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    with pytest.raises(placement.Busy) as e:
+        with placement.one_run(tmp_path):
+            pass
+    assert str(e.value) == (f"{tmp_path}: this filesystem cannot lock the run's folder (No locks available): "
+                            f"give an --out on a local disk")
+
+
 # --- Ray, on a local cluster with fake GPUs ---------------------------------------------------------------
 
 @pytest.fixture
