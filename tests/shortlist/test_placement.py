@@ -3,6 +3,7 @@ folder, the Ray executor on a local cluster with fake GPUs. Jobs here are tiny m
 import importlib.util
 import json
 import os
+import socket
 import signal
 import subprocess
 import sys
@@ -322,8 +323,8 @@ def test_a_ray_job_gets_what_it_reads_and_its_writes_come_back_to_the_driver(tmp
     assert result["cuda"] == ran.where["gpu"] and result["omp"] is None  # Ray's forced OMP_NUM_THREADS=1 undone
     assert (out / "res" / "ckpt-1" / "weights").read_text() == "w1" and not (out / "res" / "ckpt-2").exists()
     assert not (out / "res" / "ckpt-0").exists() and not (out / "cache").exists()  # caches stay on the machine
-    assert [p.read_text() for p in (tmp_path / "machine" / "ray" / "caches").glob("*/cache/compiled")] == ["x"]
-    assert list((tmp_path / "machine" / "ray" / "jobs").iterdir()) == []  # the worker's folder is gone
+    assert [p.read_text() for p in (tmp_path / "machine" / "ray" / socket.gethostname() / "caches").glob("*/cache/compiled")] == ["x"]
+    assert list((tmp_path / "machine" / "ray" / socket.gethostname() / "jobs").iterdir()) == []  # the worker's folder is gone
     assert any(line.startswith("writer: started on ") and ", GPU " in line for line in lines)
 
 
@@ -340,7 +341,7 @@ def test_a_lost_ray_worker_is_a_failed_job_and_what_it_sent_stays(tmp_path, ray_
         deadline = time.monotonic() + 120
         while not (out / "res" / "ckpt-1" / "DONE").exists() and time.monotonic() < deadline:
             time.sleep(0.2)  # the unit came back: now the worker dies
-        job_pid = int(next((tmp_path / "machine" / "ray" / "jobs").glob("*/out/pid")).read_text().split()[0])
+        job_pid = int(next((tmp_path / "machine" / "ray" / socket.gethostname() / "jobs").glob("*/out/pid")).read_text().split()[0])
         worker = int(open(f"/proc/{job_pid}/stat").read().rsplit(")", 1)[1].split()[1])
         pids.extend([job_pid, worker])
         os.kill(worker, signal.SIGKILL)
