@@ -128,16 +128,20 @@ def test_the_kaggle_install_line_works_from_any_folder(path, tmp_path):
 
 
 def test_run_all_on_a_machine_without_a_gpu_stops_in_its_first_cell_with_the_one_step_to_take(tmp_path, monkeypatch):
-    """The defaults (Qwen3-0.6B) on a CPU-only session, as Kaggle starts one: 01 stops before any model
-    loads or any file is written, saying what to do; the tiny model runs (the test above)."""
+    """A real model on a CPU-only session, as Kaggle starts one (there the hub gives Qwen3-0.6B's config; here,
+    offline, a local folder stands in for a model that can be had): 01 stops before any model loads or any
+    file is written, saying what to do; the tiny model runs (the test above)."""
     import nbclient
     import torch
+
+    from shortlist.models import tiny
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
     monkeypatch.delenv("SHORTLIST_CPU", raising=False)
     books = {p.name: p for p in NOTEBOOKS}
+    model = str(tiny.ensure())  # a folder holding config.json and weights: not the name 'tiny'
     with pytest.raises(nbclient.exceptions.CellExecutionError) as e:
-        run_all(books["01_predict.ipynb"], {"out": str(tmp_path / "run")}, tmp_path / "01.ipynb")
-    assert "ModelError: no GPU here for model 'Qwen/Qwen3-0.6B': turn one on (Kaggle: Settings > Accelerator" in str(e.value)
+        run_all(books["01_predict.ipynb"], {"out": str(tmp_path / "run"), "model": model}, tmp_path / "01.ipynb")
+    assert f"ModelError: no GPU here for model {model!r}: turn one on (Kaggle: Settings > Accelerator" in str(e.value)
     assert "set model='tiny' for the offline smoke run" in str(e.value)
     assert not (tmp_path / "run").exists()
