@@ -59,7 +59,7 @@ import regex as regex_  # transformers' own dependency: a search that stops at a
 
 from shortlist import spec
 from shortlist.errors import OneLine, one_line
-from shortlist.sources import reasoning_gym as rg
+from shortlist.sources.reasoning_gym import SYSTEM_PROMPTS, extract_answer
 
 VERDICTS = ("improves", "too hard", "already solved", "no signal", "unscorable", "guessable")
 
@@ -75,7 +75,7 @@ _NUMBER = re.compile(r"-?\d+(?:,\d{3})*(?:\.\d+)?")
 
 
 def _answer_tags(text: str) -> str | None:
-    return rg.extract_answer(text)
+    return extract_answer(text)
 
 
 def _answer_line(text: str) -> str | None:
@@ -319,7 +319,7 @@ def register(trainee: Trainee) -> Trainee:
 # answer between <answer> tags). "direct", not the step-by-step "default", because the budget is 128
 # new tokens and a step-by-step answer cut off before its tag scores nothing. Whether Qwen3 writes
 # the tags is measured, not assumed: screening and evaluation report the share extracted.
-QWEN3 = register(Trainee(profile="qwen3", model="Qwen/Qwen3-0.6B", system_prompt=rg.SYSTEM_PROMPTS["direct"],
+QWEN3 = register(Trainee(profile="qwen3", model="Qwen/Qwen3-0.6B", system_prompt=SYSTEM_PROMPTS["direct"],
                          enable_thinking=False, extraction="answer_tags"))
 
 # SmolLM2-135M-Instruct almost never writes <answer> tags (sampled pass@1 0.005 on easy products
