@@ -16,7 +16,11 @@
 #   wait S     (none)                     waits up to S seconds for them, then copies what they wrote
 #   start22    .whl                       issue 22 in the background: catalog, selection, predictions, a
 #                                         second screen, the proof (after model-1 and model-2)
-#   wait22 S   (none)                     waits up to S seconds, then brings back what it wrote
+#   wait22 S   (none)                     waits up to S seconds, then brings back what it wrote (refuses at
+#                                         once on a fresh machine: the last one went back between calls)
+#   share      (none)                     bench/share_probe.py: decode of 1 and 8 processes, time-sliced and
+#                                         under MPS (bench/results/sharing.h200.json)
+#   MPS=1 before start22/resume22: the jobs share the GPU through CUDA's multi-process service
 #   resume22   .whl                       the proof of examples/smollm2-22 again, from what it committed
 #                                         (predictions, stored evaluations): no new catalog or selection
 #                                         (after model-1 and model-2; then wait22)
@@ -36,6 +40,33 @@ install() {
     $(ls .whl/*.whl | grep -v '/transformers-') || exit 1
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /root/tf \
     .whl/transformers-*.whl || exit 1
+}
+
+# MPS=1: jobs sharing the GPU run their kernels side by side through CUDA's multi-process service instead of
+# time-slicing the GPU between processes (each job's kernels are small: a 135M model at batch 32). The
+# daemon serves every CUDA process started after it with the same pipe folder; nothing else changes.
+mps_on() {
+  [ "${MPS:-0}" = 1 ] || return 0
+  export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  if ! pgrep -x nvidia-cuda-mps-control > /dev/null; then
+    command -v nvidia-cuda-mps-control || { echo "MPS: no nvidia-cuda-mps-control here"; MPS=0; unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY; return 0; }
+    nvidia-cuda-mps-control -d || { echo "MPS: the daemon did not start"; MPS=0; unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY; return 0; }
+  fi
+  python3 -c "import torch; x = torch.ones(1, device='cuda'); print('MPS: a CUDA client ran', float(x.sum()))" \
+    || { echo "MPS: a client failed; off"; echo quit | nvidia-cuda-mps-control; MPS=0; unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY; }
+  echo "MPS=${MPS}"; cat "$CUDA_MPS_LOG_DIRECTORY/control.log" 2>/dev/null | tail -3
+}
+
+# what the GPU and the CPUs did while a run went on, every 15 s, for the benchmark's record
+monitor() {
+  mkdir -p /root/logs
+  # a pid file, not pgrep -f: the device tool's own command line may hold any pattern (it once held this one)
+  [ -f /root/logs/monitor.pid ] && kill -0 "$(cat /root/logs/monitor.pid)" 2>/dev/null && return 0
+  setsid nohup nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader -l 15 \
+    > /root/logs/gpu.log 2>&1 &
+  echo $! > /root/logs/monitor.pid
+  setsid nohup bash -c 'while true; do echo "$(date +%s) $(cat /proc/loadavg)"; sleep 15; done' > /root/logs/load.log 2>&1 &
 }
 
 versions() { env "$@" python3 -c "import torch, transformers, trl; print('torch', torch.__version__, 'transformers', transformers.__version__, 'trl', trl.__version__)"; }
@@ -112,8 +143,10 @@ EOS
     mkdir -p /root/logs /root/repo /root/runs
     tar --exclude=./.whl --exclude=./.device-model --exclude=./.device -cf - . | tar -xf - -C /root/repo
     cp -r examples/smollm2-22/proof /root/runs/proof && cp examples/smollm2-22/{selection.json,families.txt,second_screen.json} /root/runs/
+    mps_on; monitor
     cat > /root/run22.sh <<EOS
 cd /root/repo && export $PINNED_REPO HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
+[ "$MPS" = 1 ] && export CUDA_MPS_PIPE_DIRECTORY=$CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY=$CUDA_MPS_LOG_DIRECTORY
 date +%s > /root/runs/started
 python3 -m proof run --trainee smollm2 --model /root/smollm2 --families "\$(cat /root/runs/families.txt)" \\
   --out /root/runs/proof --per-gpu ${PROOF_PER_GPU:-8} > /root/logs/proof.log 2>&1
@@ -122,6 +155,8 @@ EOS
     setsid nohup bash /root/run22.sh > /root/logs/run22.log 2>&1 &
     sleep 20; tail -n 3 /root/logs/*.log ;;
   wait22)
+    # a fresh machine (the last one went back between two calls) holds no run: say so at once, not after S seconds
+    [ -f /root/runs/started ] || { echo "no run on this machine: it is a fresh one (the last went back); start again"; exit 3; }
     # waits up to S seconds, then brings back what the run has written: the catalog, the selection, the
     # second screen, and the proof's committed predictions, results, notebooks and report (not its
     # checkpoints or compile cache: over what one command brings back; an unfinished family restarts
@@ -136,5 +171,12 @@ EOS
        $(ls -d proof/work/*/before.json 2>/dev/null) 2>/dev/null)
     tar -czf "$OUT/logs.tgz" -C /root logs
     ls -la "$OUT"; tail -n 4 /root/logs/*.log ;;
+  share)
+    # how jobs share the GPU: decode throughput of 1 and N processes, time-sliced and under MPS (no model, no wheels)
+    export TORCHINDUCTOR_CACHE_DIR=/tmp/ind; mkdir -p "$OUT"
+    python3 bench/share_probe.py --jobs 1 --seconds 20 2>/dev/null | tee "$OUT/share.j1.json"
+    python3 bench/share_probe.py --jobs "${SHARE_JOBS:-8}" --seconds 20 2>/dev/null | tee "$OUT/share.j8.json"
+    MPS=1 mps_on && python3 bench/share_probe.py --jobs "${SHARE_JOBS:-8}" --seconds 20 2>/dev/null | tee "$OUT/share.j8.mps.json"
+    echo quit | nvidia-cuda-mps-control ;;
   *) echo "unknown step $1" >&2; exit 2 ;;
 esac
