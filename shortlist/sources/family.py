@@ -334,8 +334,13 @@ def creatable(source: str = source_.DEFAULT) -> list[str]:
     return names
 
 
+FINGERPRINTED = ("seed", "question", "answer")
+
+
 def fingerprint(tasks: list[dict]) -> str:
     """SHA-256 of tasks (Family.tasks(): seeds, questions and answers) as canonical JSON: equal
-    fingerprints, equal tasks, in any process."""
-    text = json.dumps(tasks, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    fingerprints, equal tasks, in any process. Only what was asked and answered counts: what a task
+    carries beside it (a known-valid answer for the audit) never changes a committed fingerprint."""
+    core = [{k: t[k] for k in FINGERPRINTED if k in t} for t in tasks]
+    text = json.dumps(core, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(text.encode()).hexdigest()

@@ -25,6 +25,8 @@ What a source module defines (every function deterministic in its arguments):
     level(family, level) -> dict                     the config overrides at a level (None: default)
     preload() -> None                                imports to pay once, before scoring processes fork
     kinds(family) -> dict[str, tuple[type, ...]]     optional: the kinds each setting takes (family.py checks them)
+    known_answer(family, config, entry) -> str | None    optional: where an entry has no gold answer, one
+                                                     known to be valid (the audit's ceiling reads it)
 """
 from __future__ import annotations
 

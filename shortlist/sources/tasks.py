@@ -52,10 +52,16 @@ def entry(source: str, name: str, config: dict, seed: int) -> dict:
 
 
 def _build(source: str, name: str, config: dict, seeds: list[int]) -> list[dict]:
-    tasks = []
+    """Each task as the project keeps it; where it carries no gold answer, "valid": an answer its
+    source knows to be valid (the source's optional known_answer()), or None: the audit checks the
+    ceiling with it."""
+    src, tasks = source_.get(source), []
     for seed in seeds:
         task = entry(source, name, config, seed)
-        tasks.append({"seed": seed, "question": task["question"], "answer": task["answer"]})
+        kept = {"seed": seed, "question": task["question"], "answer": task["answer"]}
+        if task["answer"] is None and hasattr(src, "known_answer"):
+            kept["valid"] = src.known_answer(name, config, task)
+        tasks.append(kept)
     return tasks
 
 
