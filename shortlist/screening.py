@@ -1,5 +1,10 @@
 """Screening: audit the family's scorer, sample the trainee on it as GRPO would, read the reward
-spread, give a verdict."""
+spread, give a verdict, and say how likely a fresh screen would give another one.
+
+A verdict read from 24 tasks x 8 samples can sit on a threshold (pass@1 0.057 against 0.05): flip
+is the share of bootstrap screens (tasks resampled, then each task's samples, with the audit's
+per-task hits resampled with their tasks) whose verdict differs. At BORDERLINE or above a verdict is
+borderline: the proof reports the rule's accuracy with and without such specs."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -15,6 +20,8 @@ if TYPE_CHECKING:  # the screen's columns are read where no model is (a report):
 
 PREDICT_SEED = defaults.PREDICT_SEED
 TASKS = defaults.SCREEN_TASKS
+FLIP_RESAMPLES = 1000  # bootstrap screens behind flip; rng seed 0, so a screen's flip is a function of its scores
+BORDERLINE = 0.2  # a verdict a fresh screen would change at least 1 time in 5 is borderline (fixed 2026-12-02)
 
 
 @dataclass
@@ -39,6 +46,8 @@ class Screen:
     guess: float | None = None  # the best content-free answer's share of full scores
     guess_mean: float | None = None  # its mean score
     guess_answer: str | None = None  # which answer that was
+    golds: int | None = None  # tasks with a gold or known-valid answer (0: the ceiling could not be checked)
+    flip: float | None = None  # chance that a fresh screen gives another verdict (bootstrap); None: not measured
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -46,7 +55,8 @@ class Screen:
 
 def summarize(family: str, groups: list[list[float]], extracted: float, trainee: Trainee,
               clipped: float = 0.0, repetitive: float = 0.0, audit: audit_.Audit | None = None) -> Screen:
-    """The statistics of k scores per task, and the trainee's verdict on them and on the audit."""
+    """The statistics of k scores per task, the trainee's verdict on them and on the audit, and the
+    chance that a fresh screen would give another verdict."""
     k = len(groups[0])
     flat = [s for g in groups for s in g]
     correct = [[s >= 1.0 for s in g] for g in groups]
@@ -54,8 +64,7 @@ def summarize(family: str, groups: list[list[float]], extracted: float, trainee:
     mean = sum(flat) / len(flat)
     signal_correct = sum(0 < sum(c) < k for c in correct) / len(groups)
     guess = audit.guess if audit else None
-    verdict = trainee.rule(pass1, mean, signal_correct, audit.ceiling if audit else None,
-                           guess.accuracy if guess else None)
+    verdict = _verdict(trainee, pass1, mean, signal_correct, audit)
     return Screen(family=family, tasks=len(groups), k=k, pass1=pass1, passk=sum(map(any, correct)) / len(groups),
                   mean=mean, signal_raw=sum(max(g) - min(g) > 1e-9 for g in groups) / len(groups),
                   signal_correct=signal_correct,
@@ -63,7 +72,45 @@ def summarize(family: str, groups: list[list[float]], extracted: float, trainee:
                   extracted=extracted, clipped=clipped, repetitive=repetitive, verdict=verdict,
                   prediction=prediction(verdict), ceiling=audit.ceiling if audit else None,
                   guess=guess.accuracy if guess else None, guess_mean=guess.mean if guess else None,
-                  guess_answer=guess.answer if guess else None)
+                  guess_answer=guess.answer if guess else None, golds=audit.golds if audit else None,
+                  flip=flip(groups, trainee, verdict, audit))
+
+
+def _verdict(trainee: Trainee, pass1: float, mean: float, signal: float, audit: audit_.Audit | None) -> str:
+    if audit is None:
+        return trainee.rule(pass1, mean, signal)
+    return trainee.rule(pass1, mean, signal, audit.ceiling, audit.guess.accuracy, audit.verified)
+
+
+def flip(groups: list[list[float]], trainee: Trainee, verdict: str, audit: audit_.Audit | None = None,
+         resamples: int = FLIP_RESAMPLES) -> float:
+    """The share of bootstrap screens whose verdict is not `verdict`: tasks drawn with replacement,
+    then each drawn task's k samples with replacement; the audit's per-task hits (ceiling, best
+    policy) follow their tasks, where it recorded them."""
+    import numpy as np
+    scores = np.asarray(groups, dtype=float)
+    n, k = scores.shape
+    rng = np.random.default_rng(0)
+    tasks = rng.integers(n, size=(resamples, n))
+    drawn = scores[tasks[..., None], rng.integers(k, size=(resamples, n, k))]
+    correct = drawn >= 1.0
+    pass1, mean = correct.mean((1, 2)), drawn.mean((1, 2))
+    right = correct.sum(2)
+    signal = ((right > 0) & (right < k)).mean(1)
+    guess = ceiling = None
+    if audit is not None and len(audit.guess.hits) == n:
+        guess = np.asarray(audit.guess.hits, dtype=float)[tasks].mean(1)
+    if audit is not None and audit.ceiling_hits and len(audit.ceiling_hits) == n:
+        ceiling = np.asarray(audit.ceiling_hits, dtype=float)[tasks].mean(1)
+    other = 0
+    for b in range(resamples):
+        if audit is None:
+            again = trainee.rule(pass1[b], mean[b], signal[b])
+        else:
+            again = trainee.rule(pass1[b], mean[b], signal[b], audit.ceiling if ceiling is None else ceiling[b],
+                                 audit.guess.accuracy if guess is None else guess[b], audit.verified)
+        other += again != verdict
+    return other / resamples
 
 
 def screen(sampler: Sampler, scorer: Scorer, family, tasks: int = TASKS, first_seed: int = PREDICT_SEED,
@@ -94,16 +141,25 @@ def screen_tasks(sampler: Sampler, scorer: Scorer, family, rows: list[dict], see
 
 
 def screen_all(sampler: Sampler, scorer: Scorer, families, tasks: int = TASKS, first_seed: int = PREDICT_SEED,
-               seed: int = 0, log=print) -> list[Screen]:
-    """Every family in turn, one progress line each: what `shortlist screen` and notebook 01 both run."""
+               seed: int = 0, log=print, rows: dict | None = None) -> list[Screen]:
+    """Every family in turn, one progress line each: what `shortlist screen` and notebook 01 both run.
+    rows: family key -> its tasks, built already (the proof's prediction tasks skip reserved questions);
+    else seeds first_seed .. first_seed + tasks - 1."""
     screens = []
     for family in sources.parse_list(families):
-        screens.append(screen(sampler, scorer, family, tasks, first_seed, seed))
-        s = screens[-1]
-        ceiling = "–" if s.ceiling is None else f"{s.ceiling:.2f}"
-        log(f"{s.family}: pass@1 {s.pass1:.2f}, signal on correctness {s.signal_correct:.2f}, "
-            f"extracted {s.extracted:.2f}, ceiling {ceiling}, guess {s.guess:.2f} -> {s.verdict}")
+        if rows is not None:
+            screens.append(screen_tasks(sampler, scorer, family, rows[family.key], seed))
+        else:
+            screens.append(screen(sampler, scorer, family, tasks, first_seed, seed))
+        log(progress(screens[-1]))
     return screens
+
+
+def progress(s: Screen) -> str:
+    ceiling = "–" if s.ceiling is None else f"{s.ceiling:.2f}"
+    flip_ = "" if s.flip is None else f", flip chance {s.flip:.2f}"
+    return (f"{s.family}: pass@1 {s.pass1:.2f}, signal on correctness {s.signal_correct:.2f}, "
+            f"extracted {s.extracted:.2f}, ceiling {ceiling}, guess {s.guess:.2f}{flip_} -> {s.verdict}")
 
 
 # The screen's numbers, each spelled once: (field, label, format). The verdict table, the catalog's
@@ -112,7 +168,7 @@ METRICS = (("pass1", "pass@1", "{:.2f}"), ("passk", "pass@k", "{:.2f}"), ("mean"
            ("signal_raw", "signal (raw)", "{:.2f}"), ("signal_correct", "signal (correct)", "{:.2f}"),
            ("learnability", "mean p(1−p)", "{:.3f}"), ("extracted", "extracted", "{:.2f}"),
            ("clipped", "clipped", "{:.2f}"), ("repetitive", "repetitive", "{:.2f}"),
-           ("ceiling", "ceiling", "{:.2f}"), ("guess", "guess rate", "{:.2f}"))
+           ("ceiling", "ceiling", "{:.2f}"), ("guess", "guess rate", "{:.2f}"), ("flip", "flip chance", "{:.2f}"))
 TABLE = ("pass1", "passk", "mean", "signal_raw", "signal_correct", "extracted", "clipped", "ceiling", "guess")
 
 

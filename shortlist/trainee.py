@@ -26,23 +26,30 @@ The rule, and why each threshold sits where it does:
 - grpo_signal_min = 0.25: with 4 prompts per step, at least one prompt per step on average must
   carry a correctness gradient. A family can sit inside the pass@1 band and still fall short,
   when some tasks are always solved and the rest never are. -> "no signal".
-Two verdicts come before those, from the scorer audit (audit.py), because they say the reward
+Three verdicts come before those, from the scorer audit (audit.py), because they say the reward
 cannot tell what the rule needs it to tell:
 - ceiling_min = 0.5: where the gold answer, written as the trainee is asked to write answers and
   read back by its extraction, scores 1 on fewer than half the tasks, most of the reward measures
   the extraction, not the model, and "too hard" would be forced (the last number cannot read
   "cat", nor a fraction whole). -> "unscorable".
-- guess_min = 0.2: where a content-free answer (empty, a constant, the most frequent gold answer,
-  another task's answer) earns full score on a fifth of the tasks or more, and at least as often
-  as the model's own samples do (pass@1), a model that learned to print it would score like one
-  that learned a fifth of the family: over twice the smallest gain 200 evaluation tasks detect
-  (0.09 at 80% power, per-task SD 0.5), so the proof could not tell learning from collapse.
-  -> "guessable". Below it a collapse shows as a loss, not a gain, for the models the rule calls
-  learnable: easy chain_sum's "0" (right on 7-12% of tasks) against greedy accuracies of 0.26-0.74
-  measured on SmolLM2's easy families; a scorer that pays any answer, or coin_flip's "0" (85%), is
-  far above it. The share is read on the screen's own 24 tasks: 5 of them at least.
+- no answer to check: where no task carries a gold answer or one known to be valid, nothing shows
+  that any completion can score, so a zero pass@1 says nothing of the model. -> "unverified
+  ceiling", never "too hard" by default.
+- guess_min = 0.2: where a policy that does not solve the task (a constant, the most frequent gold
+  answer, another task's answer, or a number or word copied from the question) earns full score on
+  a fifth of the tasks or more, a model that learned to print it would score like one that learned a
+  fifth of the family: over twice the smallest gain 200 evaluation tasks detect (0.09 at 80% power,
+  per-task SD 0.5), so the proof could not tell learning from gaming. Below that floor a policy is
+  still a way to the reward where it reaches both the model's own pass@1 and pass_min: it is then
+  found as fast as learning is (its answers are sampled at least as often as correct ones) and
+  rewarded as well, so the reward cannot say which GRPO reinforced. -> "guessable". Below both a
+  policy is harder to stumble on than the answers the rule calls learnable, and a gain it
+  explains shows as no real learning after training (proof/analysis.py). The share is read on the
+  screen's own 24 tasks: 5 of them at least for the floor.
 These values were fixed before any proof run (the audit's two on 2026-12-01, before the first proof
-that used them); predictions.json records them.
+that used them; the policies that read the question, the unverified ceiling and the second reach
+of "guessable" on 2026-12-02, from the design of the test, before the proof that uses them);
+predictions.json records them.
 """
 from __future__ import annotations
 
@@ -61,7 +68,8 @@ from shortlist import spec
 from shortlist.errors import OneLine, one_line
 from shortlist.sources.reasoning_gym import SYSTEM_PROMPTS, extract_answer
 
-VERDICTS = ("improves", "too hard", "already solved", "no signal", "unscorable", "guessable")
+VERDICTS = ("improves", "too hard", "already solved", "no signal", "unscorable", "unverified ceiling", "guessable")
+AUDIT_VERDICTS = ("unscorable", "unverified ceiling", "guessable")  # the reward cannot tell: controls, never judged
 
 
 class TraineeError(OneLine, ValueError):
@@ -255,12 +263,15 @@ class Trainee:
 
     # Shortlist's rule
     def rule(self, pass1: float, mean: float, signal: float, ceiling: float | None = None,
-             guess: float | None = None) -> str:
+             guess: float | None = None, checkable: bool = True) -> str:
         """The verdict from the scorer audit (ceiling, guess: shares of full scores; None: not
-        measured), then sampled pass@1, mean score and the GRPO signal on correctness."""
+        measured; checkable: some task had an answer to check the ceiling with), then sampled
+        pass@1, mean score and the GRPO signal on correctness."""
+        if not checkable:
+            return "unverified ceiling"
         if ceiling is not None and ceiling < self.ceiling_min:
             return "unscorable"
-        if guess is not None and guess >= self.guess_min and guess >= pass1:
+        if guess is not None and (guess >= self.guess_min or guess >= max(pass1, self.pass_min)):
             return "guessable"
         if mean >= self.pass_max:
             return "already solved"
@@ -271,9 +282,10 @@ class Trainee:
         return "improves"
 
     def rule_text(self) -> str:
-        return (f"unscorable if the gold answer, written as the trainee writes it, scores on < {self.ceiling_min} of "
-                f"the tasks; else guessable if a content-free answer scores fully on >= {self.guess_min} of them and "
-                f"at least pass@1; else already solved if mean score >= {self.pass_max}; else too hard if pass@1 < "
+        return (f"unverified ceiling if no task has a gold or known-valid answer; else unscorable if that answer, "
+                f"written as the trainee writes it, scores on < {self.ceiling_min} of the tasks; else guessable if a "
+                f"policy that does not solve the task scores fully on >= {self.guess_min} of them, or on at least "
+                f"pass@1 and >= {self.pass_min}; else already solved if mean score >= {self.pass_max}; else too hard if pass@1 < "
                 f"{self.pass_min}; else no signal if GRPO signal on correctness < {self.grpo_signal_min}; else improves")
 
     def sampling(self) -> dict:

@@ -73,3 +73,17 @@ def test_a_trainee_whose_extraction_cannot_read_the_gold_answer_is_unscorable(ti
     t = QWEN3.replace(model="tiny", max_new_tokens=8, group=2, extraction="last_number")
     s = screening.screen(Sampler(tiny_model, t), scorer, "letter_jumble", tasks=4)
     assert s.ceiling == 0.0 and s.verdict == "unscorable"
+
+
+def test_a_verdict_on_a_threshold_flips_often_and_a_clear_one_never():
+    from shortlist import screening, trainee
+    t = trainee.QWEN3
+    clear = [[1.0, 0.0] * 4] * 24  # pass@1 0.5, every task mixed: "improves" in every resample
+    assert screening.summarize("x", clear, 1.0, t).flip == 0.0
+    # 10 correct samples of 192 (pass@1 0.052, just above pass_min 0.05), one per task: a resample often drops below
+    edge = [[1.0] + [0.0] * 7 if i < 10 else [0.0] * 8 for i in range(24)]
+    s = screening.summarize("x", edge, 1.0, t)
+    assert s.verdict == "improves" and screening.BORDERLINE <= s.flip < 1.0  # a resample often has pass@1 < 0.05
+    nothing = [[0.0] * 8] * 24
+    assert screening.summarize("x", nothing, 1.0, t).flip == 0.0  # "too hard" however it is resampled
+    assert screening.flip(edge, t, s.verdict) == s.flip  # rng seed 0: the same screen, the same chance

@@ -165,12 +165,16 @@ def test_a_registered_profile_is_resolved_by_name():
 def test_the_audits_verdicts_come_before_the_rest_of_the_rule():
     t = QWEN3
     assert t.rule(0.5, 0.5, 0.8, ceiling=t.ceiling_min - 0.01, guess=1.0) == "unscorable"  # first of all
-    assert t.rule(0.5, 0.5, 0.8, ceiling=t.ceiling_min, guess=t.guess_min) == "improves"  # guess below pass@1
-    assert t.rule(0.1, 0.1, 0.8, ceiling=1.0, guess=t.guess_min) == "guessable"  # at the threshold, above pass@1
-    assert t.rule(0.1, 0.1, 0.8, ceiling=1.0, guess=t.guess_min - 0.01) == "improves"
+    assert t.rule(0.5, 0.5, 0.8, ceiling=1.0, guess=1.0, checkable=False) == "unverified ceiling"  # before all
+    assert t.rule(0.5, 0.5, 0.8, ceiling=t.ceiling_min, guess=t.guess_min) == "guessable"  # at the floor
+    assert t.rule(0.5, 0.5, 0.8, ceiling=t.ceiling_min, guess=t.guess_min - 0.01) == "improves"  # below pass@1
+    assert t.rule(0.1, 0.1, 0.8, ceiling=1.0, guess=0.1) == "guessable"  # below the floor, but reaches pass@1
+    assert t.rule(0.1, 0.1, 0.8, ceiling=1.0, guess=0.09) == "improves"
+    assert t.rule(0.01, 0.01, 0.1, ceiling=1.0, guess=t.pass_min) == "guessable"  # reaches pass_min and pass@1
+    assert t.rule(0.01, 0.01, 0.1, ceiling=1.0, guess=t.pass_min - 0.01) == "too hard"  # below pass_min
     assert t.rule(0.95, 0.95, 0.1, ceiling=1.0, guess=0.96) == "guessable"  # even where it would be "solved"
     assert t.rule(0.0, 0.0, 0.0, ceiling=None, guess=None) == "too hard"  # not audited: the rule as it was
-    assert "unscorable if" in t.rule_text() and "guessable if" in t.rule_text()
+    assert "unscorable if" in t.rule_text() and "guessable if" in t.rule_text() and "unverified" in t.rule_text()
 
 
 @pytest.mark.parametrize("extraction, written", [("answer_tags", "<answer>7</answer>"), ("answer_line", "Answer: 7"),
