@@ -14,13 +14,16 @@ from __future__ import annotations
 import hashlib
 import json
 
-from proof import analysis, files, heldout
+from proof import analysis, files, heldout, rules
 from proof.settings import Settings
 from shortlist import provenance, sources
 from shortlist.errors import OneLine
+from shortlist.trainee import AUDIT_VERDICTS
 
-SCHEMA = 3
-READABLE = (2, 3)  # what a report can read: schema 2 has no held-out record or audit (evidence.py measures them)
+SCHEMA = 4
+# what a report can read: schema 2 has no held-out record or audit, schema 3 chose unseen questions after the
+# training draw (evidence.py re-analyses both as they were committed); training reads this version's only
+READABLE = (2, 3, 4)
 
 
 class CommitError(OneLine, RuntimeError):
@@ -36,15 +39,13 @@ def digest(data: bytes) -> str:
 
 
 def family_tasks(settings: Settings, family, held: heldout.HeldOut | None = None) -> dict:
-    """The family's training, prediction and evaluation tasks: the evaluation tasks chosen unseen
-    (heldout.select) when held is None, else the committed ones rebuilt. Also "heldout": the record."""
+    """The family's training, prediction and evaluation tasks: drawn past its reserved questions
+    (heldout.draw) when held is None, else the committed ones rebuilt. Also "heldout": the record."""
     family = sources.parse(family)
-    ranges = settings.seed_ranges()
-    built = {name: family.tasks(ranges[name]) for name in ("train", "predict")}
     if held is None:
-        held, built["eval"] = heldout.select(family, settings, built["train"] + built["predict"])
+        held, built = heldout.draw(family, settings)
     else:
-        built["eval"] = family.tasks(held.seeds)
+        built = heldout.rebuild(family, held)
     return built | {"heldout": held}
 
 
@@ -57,12 +58,14 @@ def write(settings: Settings, screens: list[dict], model_source: dict, scoring: 
     """Write predictions.json, then its SHA-256; returns the digest. tasks: family key -> fingerprints();
     held: family key -> its HeldOut record."""
     judged = {key: _not_judged(settings, next(s for s in screens if s["family"] == key), held[key]) for key in held}
+    plan = analysis.plan(settings)
+    plan["power"] = rules.power(settings.profile.as_dict(), screens, judged)  # what the comparisons could show
     body = {"schema": SCHEMA, **provenance.stamp(), "model": model_source, "trainee": settings.profile.as_dict(),
             "settings": settings.protocol(), "families": list(settings.families),
             "seed_ranges": {k: [r.start, r.stop] for k, r in settings.seed_ranges().items()},
             "tasks": tasks,
             "heldout": {key: h.as_dict() for key, h in held.items()}, "not_judged": judged,
-            "engine": engine, "scoring": scoring, "analysis": analysis.plan(settings), "predictions": screens}
+            "engine": engine, "scoring": scoring, "analysis": plan, "predictions": screens}
     data = (json.dumps(body, indent=1, allow_nan=False) + "\n").encode()
     files.write_bytes(files.predictions(settings.out), data)
     files.write_text(files.predictions_hash(settings.out), f"{digest(data)}  predictions.json\n")
@@ -70,14 +73,18 @@ def write(settings: Settings, screens: list[dict], model_source: dict, scoring: 
 
 
 def _not_judged(settings: Settings, screen: dict, held: heldout.HeldOut) -> list[str]:
-    """Why the proof cannot judge a family's verdict (committed before training): its reward cannot
-    tell (the audit's verdicts), or too few unseen evaluation questions. Such a family is still
-    trained and reported, as a control, apart from the rule's tally."""
+    """Why the proof cannot judge a family's verdict (committed before training, and never changed
+    after it): its reward cannot tell (the audit's verdicts), or too few reserved evaluation questions.
+    Such a family is still trained and reported, as a control, apart from the rule's tally."""
+    return not_judged(screen, heldout.judgeable(held, settings.min_unseen))
+
+
+def not_judged(screen: dict, few: str | None) -> list[str]:
+    """The one rule for what the proof does not judge: an audit verdict, or too few evaluation questions."""
     why = []
-    if screen["verdict"] in ("unscorable", "guessable"):
+    if screen["verdict"] in AUDIT_VERDICTS:
         why.append(f"{screen['verdict']} (ceiling {screen.get('ceiling')}, guess rate {screen.get('guess')} by "
                    f"{screen.get('guess_answer')})")
-    few = heldout.judgeable(held, settings)
     return why + ([few] if few else [])
 
 
@@ -169,8 +176,8 @@ def predict(settings: Settings, log=print) -> tuple[dict, str]:
     loaded = sampling.load(trainee.model)
     sampler = sampling.Sampler(loaded, trainee, settings.sample_batch, settings.fast)
     with scoring.Scorer(deadline_s=settings.score_deadline_s) as scorer:
-        screens = screening.screen_all(sampler, scorer, settings.families, settings.predict_tasks,
-                                       settings.predict_seed, settings.seed, log)
+        screens = screening.screen_all(sampler, scorer, settings.families, seed=settings.seed, log=log,
+                                       rows={key: b["predict"] for key, b in built.items()})
         sha = write(settings, [s.as_dict() for s in screens], loaded.source, scorer.settings(), engine.status(),
                     {key: fingerprints(b) for key, b in built.items()}, {key: b["heldout"] for key, b in built.items()})
     log(f"committed {files.predictions(settings.out)} (sha256 {sha})")

@@ -1,38 +1,133 @@
-"""Held-out means unseen: the evaluation tasks are questions the model was never trained or screened on.
+"""Held-out means reserved: evaluation questions are set aside before anything is drawn.
 
-Disjoint seeds are not enough. Easy families have few distinct questions (products(max_digits=1)
-has 81, all among 400 training prompts), so evaluation seeds held out by number alone repeated
-training prompts word for word: 161 of products' 200 evaluation questions in examples/smollm2.
-select() takes the first eval_n seeds from eval_seed up whose question, normalized (case and
-whitespace), is in neither the training nor the prediction tasks, looking at no more than
-eval_search x eval_n seeds; the seeds it skipped are recorded. Questions may repeat within the
-evaluation set (they are draws from the family); how many distinct ones there are is recorded,
-and the secondary analysis resamples by distinct question. A family with fewer than min_unseen
-distinct unseen questions is flagged when the predictions are committed: the proof cannot judge it.
+Per family spec, a share of its distinct questions is evaluation-only, chosen by a keyed hash of the
+normalized question (case and whitespace): SHA-256 of the run's reserve_key, the family's key and the
+question, read as a number in [0, 1). A question is reserved when its hash lies below the family's
+threshold. Training and prediction tasks are the first tasks from their seeds whose question is not
+reserved; the evaluation tasks are the first eval_n from eval_seed whose question is, so they are a
+neutral sample of the reserved share (the hash knows nothing of how often a question is drawn or what
+it asks): a constant answer scores there what it scores on any sample of the family.
+
+The share is sized from the family's question space, estimated before anything else is drawn: a
+census of census_n tasks from census_seed, its distinct questions counted with Chao1's bias-corrected
+estimate (d + f1(f1 - 1) / (2(f2 + 1)), f1 and f2 the questions seen once and twice). The share is
+min_unseen / estimate, within [SHARE_MIN, SHARE_MAX]: a large family gives a fifth of its questions
+(the evaluation search then finds eval_n of them within its bound), a small one up to half. The
+threshold sits between the hashes of the census's k-th and (k+1)-th distinct questions, k the share of
+the census's distinct questions and never fewer than min(min_unseen, half of them): so a family whose
+census shows at least 2 x min_unseen distinct questions always has min_unseen reserved, and is judged.
+The census, the estimate, the share and the threshold are committed with the predictions.
+
+A run committed before this design (schema 3: the evaluation tasks were the first seeds whose question
+the training and prediction tasks missed, which keeps the rare questions; schema 2: held out by seed
+only) is re-analysed as it was committed: select() and recover() are its rules.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import hashlib
+import math
+from dataclasses import asdict, dataclass, field
 
 from shortlist import sources
+
+SHARE_MIN, SHARE_MAX = 0.2, 0.5  # of a family's distinct questions, reserved for evaluation
+WALK = 4  # a training or prediction draw looks at most at WALK x its count of seeds (at most half are skipped)
 
 
 def normalized(question: str) -> str:
     return " ".join(question.lower().split())
 
 
+def question_hash(key: str, family: str, question: str) -> float:
+    """The keyed hash of a question, in [0, 1)."""
+    digest = hashlib.sha256(f"{key}\0{family}\0{normalized(question)}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2 ** 64
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """Which of a family's questions are evaluation-only, and what the share rests on."""
+    key: str  # the run's reserve_key
+    threshold: float  # a question is reserved when its keyed hash is below this
+    share: float  # the share of distinct questions aimed at
+    census: int  # tasks drawn to estimate the question space
+    distinct: int  # distinct questions among them
+    singletons: int  # questions seen once in the census
+    doubletons: int  # questions seen twice
+    estimate: float  # Chao1's estimate of the family's distinct questions
+    reserved: int  # distinct census questions reserved
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Reservation":
+        return cls(**{name: d[name] for name in cls.__dataclass_fields__})
+
+
+def chao1(counts: list[int]) -> float:
+    """Chao1's bias-corrected estimate of the number of distinct questions, from their counts in a sample."""
+    f1, f2 = sum(c == 1 for c in counts), sum(c == 2 for c in counts)
+    return len(counts) + f1 * (f1 - 1) / (2 * (f2 + 1))
+
+
+def reserve(family, settings) -> Reservation:
+    """The family's reservation, from its census (census_n tasks from census_seed)."""
+    return _reserve(sources.parse(family), settings)[0]
+
+
+def _reserve(family, settings) -> tuple[Reservation, set]:
+    census = family.tasks(range(settings.census_seed, settings.census_seed + settings.census_n))
+    counts: dict[str, int] = {}
+    for t in census:
+        q = normalized(t["question"])
+        counts[q] = counts.get(q, 0) + 1
+    estimate = chao1(list(counts.values()))
+    share = min(SHARE_MAX, max(SHARE_MIN, settings.min_unseen / estimate)) if estimate else SHARE_MAX
+    d = len(counts)
+    k = min(max(math.ceil(share * d), min(settings.min_unseen, d // 2)), max(d - 1, 0))
+    hashes = sorted(question_hash(settings.reserve_key, family.key, q) for q in counts)
+    threshold = 0.0 if k == 0 else (hashes[k - 1] + hashes[k]) / 2
+    return Reservation(settings.reserve_key, threshold, share, len(census), d, sum(c == 1 for c in counts.values()),
+                       sum(c == 2 for c in counts.values()), estimate, k), set(counts)
+
+
+def is_reserved(reservation: Reservation, family, question: str) -> bool:
+    return question_hash(reservation.key, sources.parse(family).key, question) < reservation.threshold
+
+
+def walk(family, start: int, stop: int, count: int, keep) -> tuple[list[dict], list[int]]:
+    """The first `count` tasks from seed `start` (below `stop`) whose question `keep` accepts, and the
+    seeds passed over; fewer where the seeds run out."""
+    chosen, skipped, at = [], [], start
+    while len(chosen) < count and at < stop:
+        end = min(stop, at + count - len(chosen))  # build no more than could still be needed (some build slowly)
+        for task in family.tasks(range(at, end)):
+            if keep(task["question"]):
+                chosen.append(task)
+            else:
+                skipped.append(task["seed"])
+        at = end
+    return chosen, skipped
+
+
 @dataclass(frozen=True)
 class HeldOut:
     """Which evaluation tasks a family has, and what they rest on; committed with the predictions."""
     seeds: tuple  # the evaluation tasks' seeds, in order
-    skipped: tuple  # seeds looked at whose question was seen in the training or prediction tasks
+    skipped: tuple  # seeds looked at and passed over: their question was not reserved (seen, in schema 3)
     searched: int  # seeds looked at, from eval_seed up
     groups: tuple  # per evaluation task, the index of its distinct question (in order of first appearance)
     sha256: str  # sources.fingerprint() of the evaluation tasks
+    reservation: Reservation | None = None  # None: a run committed before reservation (select())
+    train: tuple = ()  # the training tasks' seeds (with a reservation: walked past reserved questions)
+    predict: tuple = ()  # the prediction tasks' seeds
+    reserved: int = 0  # distinct reserved questions known: the census's, and the evaluation's beyond them
+    short: tuple = field(default=())  # draws that ran out of seeds before their count: ("train", found), ...
 
     def __post_init__(self):
-        for name in ("seeds", "skipped", "groups"):
-            object.__setattr__(self, name, tuple(getattr(self, name)))
+        for name in ("seeds", "skipped", "groups", "train", "predict", "short"):
+            object.__setattr__(self, name, tuple(tuple(x) if isinstance(x, list) else x for x in getattr(self, name)))
         if len(self.groups) != len(self.seeds) or self.searched < len(self.seeds) + len(self.skipped):
             raise ValueError("a held-out record whose counts do not add up")
 
@@ -45,11 +140,15 @@ class HeldOut:
         return len(set(self.groups))
 
     def as_dict(self) -> dict:
-        return asdict(self) | {"n": self.n, "distinct": self.distinct}
+        out = asdict(self) | {"n": self.n, "distinct": self.distinct}
+        out["reservation"] = self.reservation.as_dict() if self.reservation else None
+        return out
 
     @classmethod
     def from_dict(cls, d: dict) -> "HeldOut":
-        return cls(d["seeds"], d["skipped"], d["searched"], d["groups"], d["sha256"])
+        reservation = Reservation.from_dict(d["reservation"]) if d.get("reservation") else None
+        return cls(d["seeds"], d["skipped"], d["searched"], d["groups"], d["sha256"], reservation,
+                   d.get("train", ()), d.get("predict", ()), d.get("reserved", 0), d.get("short", ()))
 
 
 def groups_of(tasks: list[dict]) -> list[int]:
@@ -58,38 +157,64 @@ def groups_of(tasks: list[dict]) -> list[int]:
     return [index.setdefault(normalized(t["question"]), len(index)) for t in tasks]
 
 
+def draw(family, settings) -> tuple[HeldOut, dict]:
+    """The family's reservation, then its training, prediction and evaluation tasks, each walked from
+    its seed past the questions it may not hold; returns the record and {"train", "predict", "eval"}."""
+    family = sources.parse(family)
+    r, census = _reserve(family, settings)
+    free = lambda q: not is_reserved(r, family, q)  # noqa: E731
+    ranges = settings.seed_ranges()
+    n_train = settings.steps * settings.prompts_per_step
+    train, _ = walk(family, ranges["train"].start, ranges["train"].stop, n_train, free)
+    predict, _ = walk(family, ranges["predict"].start, ranges["predict"].stop, settings.predict_tasks, free)
+    evaluate, skipped = walk(family, ranges["eval"].start, ranges["eval"].stop, settings.eval_n,
+                             lambda q: is_reserved(r, family, q))
+    short = tuple((name, len(got)) for name, got, want in (("train", train, n_train),
+                                                           ("predict", predict, settings.predict_tasks)) if len(got) < want)
+    beyond = {normalized(t["question"]) for t in evaluate} - census
+    record = HeldOut([t["seed"] for t in evaluate], skipped, len(evaluate) + len(skipped), groups_of(evaluate),
+                     sources.fingerprint(evaluate), r, [t["seed"] for t in train], [t["seed"] for t in predict],
+                     r.reserved + len(beyond), short)
+    return record, {"train": train, "predict": predict, "eval": evaluate}
+
+
+def rebuild(family, record: HeldOut) -> dict:
+    """The committed tasks of a reserved draw, built again from their seeds."""
+    family = sources.parse(family)
+    return {"train": family.tasks(list(record.train)), "predict": family.tasks(list(record.predict)),
+            "eval": family.tasks(list(record.seeds))}
+
+
 def select(family, settings, seen: list[dict]) -> tuple[HeldOut, list[dict]]:
-    """The evaluation tasks: the first eval_n seeds from eval_seed up whose question is not among
+    """Schema 3's evaluation tasks: the first eval_n seeds from eval_seed up whose question is not among
     the `seen` tasks (training and prediction), within the search bound; fewer where it runs out."""
     family = sources.parse(family)
     known = {normalized(t["question"]) for t in seen}
-    chosen, skipped, searched = [], [], 0
     stop = settings.eval_seed + settings.eval_search * settings.eval_n
-    start = settings.eval_seed
-    while len(chosen) < settings.eval_n and start < stop:
-        end = min(stop, start + settings.eval_n - len(chosen))  # build no more than could still be needed
-        for task in family.tasks(range(start, end)):
-            if normalized(task["question"]) in known:
-                skipped.append(task["seed"])
-            else:
-                chosen.append(task)
-        searched += end - start
-        start = end
-    record = HeldOut([t["seed"] for t in chosen], skipped, searched, groups_of(chosen), sources.fingerprint(chosen))
+    chosen, skipped = walk(family, settings.eval_seed, stop, settings.eval_n, lambda q: normalized(q) not in known)
+    record = HeldOut([t["seed"] for t in chosen], skipped, len(chosen) + len(skipped), groups_of(chosen),
+                     sources.fingerprint(chosen))
     return record, chosen
 
 
 def recover(family, seeds: list[int], seen: list[dict]) -> tuple[list[bool], list[int]]:
-    """For a run whose evaluation seeds were held out by number only (an older run): which of its
+    """For a run whose evaluation seeds were held out by number only (schema 2): which of its
     evaluation tasks are unseen, and each task's distinct-question index."""
     tasks = sources.parse(family).tasks(seeds)
     known = {normalized(t["question"]) for t in seen}
     return [normalized(t["question"]) not in known for t in tasks], groups_of(tasks)
 
 
-def judgeable(record: HeldOut, settings) -> str | None:
-    """Why the proof cannot judge a family from its evaluation tasks, or None."""
-    if record.distinct < settings.min_unseen:
+def judgeable(record: HeldOut, min_unseen: int) -> str | None:
+    """Why the proof cannot judge a family from its evaluation tasks, or None: the one rule, for every
+    schema (a schema-2 run's record is built from its recovered unseen tasks: evidence.py)."""
+    if record.reservation is not None:
+        if record.reserved < min_unseen or record.distinct == 0:
+            r = record.reservation
+            return (f"only {record.reserved} distinct reserved evaluation questions ({r.distinct} distinct in a census "
+                    f"of {r.census}, about {r.estimate:.0f} in the family), below min_unseen={min_unseen}")
+        return None
+    if record.distinct < min_unseen:
         return (f"only {record.distinct} distinct unseen evaluation questions (of {record.n} tasks, "
-                f"{len(record.skipped)} seeds skipped as seen), below min_unseen={settings.min_unseen}")
+                f"{len(record.skipped)} seeds skipped as seen), below min_unseen={min_unseen}")
     return None

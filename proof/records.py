@@ -15,8 +15,10 @@ from pathlib import Path
 
 from shortlist.errors import one_line
 
-SCHEMA = 3
-READABLE = (2, 3)  # a report reads schema-2 results too (no baselines: evidence.py measures them)
+SCHEMA = 4
+# a report reads older results too: schema 2 has no baselines, schema 3 no policies that read the question
+# (evidence.py measures them); a rerun trains a family whose result is older than this version again
+READABLE = (2, 3, 4)
 
 
 class RecordError(ValueError):
@@ -178,7 +180,7 @@ class Failure:
     schema: int = SCHEMA
 
     def __post_init__(self):
-        _need(self.status == "failed" and self.schema == SCHEMA, f"not a schema-{SCHEMA} failure")
+        _need(self.status == "failed" and self.schema in READABLE, f"not a schema-{SCHEMA} failure")
         _need(bool(self.reason), "a failure without a reason")
 
     def as_dict(self) -> dict:
@@ -219,7 +221,7 @@ def read(path: Path, sha: str | None = None) -> FamilyResult | Failure | Corrupt
     kind = {"done": FamilyResult, "failed": Failure}.get(record.get("status"))
     if kind is None:
         return Corrupt(str(path), f"unknown status {record.get('status')!r}")
-    if record.get("schema") not in (READABLE if kind is FamilyResult else (SCHEMA,)):
+    if record.get("schema") not in READABLE:
         return Corrupt(str(path), f"schema {record.get('schema')!r}, this version reads {SCHEMA}: rerun the family")
     try:
         return kind.from_dict(record)

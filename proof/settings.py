@@ -55,14 +55,18 @@ class Settings:
     sample_batch: int = defaults.SAMPLE_BATCH  # sequences per generate() call; 0: as many as fit (speed only)
     fast: bool = True  # static-cache generation in CUDA graphs, compiled training (GPU): speed only, same math
     score_deadline_s: float = defaults.SCORE_DEADLINE_S
-    # Seed ranges: predict, train and evaluate on disjoint tasks
+    # Seed ranges and reserved questions: predict, train and evaluate on disjoint tasks (heldout.py)
     predict_tasks: int = defaults.SCREEN_TASKS
-    predict_seed: int = defaults.PREDICT_SEED
+    predict_seed: int = 10_000  # the first prediction task's seed (with reserve: walked past reserved questions)
     train_seed: int = 0
     eval_n: int = 200
-    eval_seed: int = 100_000  # evaluation tasks: the first eval_n seeds from here whose question is unseen (heldout.py)
+    eval_seed: int = 100_000  # evaluation tasks: the first eval_n seeds from here whose question is reserved
     eval_search: int = 20  # ... among at most eval_search x eval_n seeds
-    min_unseen: int = 40  # fewer distinct unseen evaluation questions: the proof cannot judge the family
+    min_unseen: int = 40  # fewer distinct reserved (schema 3: unseen) evaluation questions: the family is not judged
+    reserve: bool = True  # evaluation questions reserved by a keyed hash first; False: a run committed before (schema 3)
+    reserve_key: str = "shortlist"  # the keyed hash's key: which questions are reserved
+    census_n: int = 400  # tasks drawn to estimate each family's question space, which sizes its reserved share
+    census_seed: int = 200_000
     # Analysis, declared before training
     alpha: float = 0.05
     bootstrap_n: int = 10_000
@@ -96,10 +100,15 @@ class Settings:
         return self.prompts_per_step * self.group // self.batch_per_device
 
     def seed_ranges(self) -> dict[str, range]:
-        """Where each kind of task comes from; the evaluation tasks are chosen within their range (heldout.py)."""
-        return {"train": range(self.train_seed, self.train_seed + self.steps * self.prompts_per_step),
-                "predict": range(self.predict_seed, self.predict_seed + self.predict_tasks),
-                "eval": range(self.eval_seed, self.eval_seed + self.eval_search * self.eval_n)}
+        """Where each kind of task comes from: the seeds each draw may look at (heldout.py walks them)."""
+        walk = heldout_walk() if self.reserve else 1  # a walk passes over reserved questions: it looks further
+        train = self.steps * self.prompts_per_step
+        ranges = {"train": range(self.train_seed, self.train_seed + walk * train),
+                  "predict": range(self.predict_seed, self.predict_seed + walk * self.predict_tasks),
+                  "eval": range(self.eval_seed, self.eval_seed + self.eval_search * self.eval_n)}
+        if self.reserve:
+            ranges["census"] = range(self.census_seed, self.census_seed + self.census_n)
+        return ranges
 
     def validate(self) -> "Settings":
         for f in fields(self):
@@ -113,13 +122,17 @@ class Settings:
                   "lora_r": (1, 4096), "lora_alpha": (1, 1 << 16), "logging_steps": (1, 100_000),
                   "bootstrap_n": (100, 1_000_000), "checkpoint_every": (0, 100_000), "seed": (0, SEED_MAX),
                   "predict_seed": (0, SEED_MAX), "train_seed": (0, SEED_MAX), "eval_seed": (0, SEED_MAX),
-                  "eval_search": (1, 1000), "min_unseen": (1, 100_000)}
+                  "eval_search": (1, 1000), "min_unseen": (1, 100_000), "census_n": (1, 100_000),
+                  "census_seed": (0, SEED_MAX)}
         for name, (low, high) in within.items():
             if not low <= getattr(self, name) <= high:
                 raise SettingsError(f"{name}={getattr(self, name)}: must lie in {low}..{high}")
         if self.min_unseen > self.eval_n:
             raise SettingsError(f"min_unseen={self.min_unseen} exceeds eval_n={self.eval_n}: no family could be judged; "
                                 f"raise eval_n or lower min_unseen")
+        if self.reserve and self.census_n < 2 * self.min_unseen:
+            raise SettingsError(f"census_n={self.census_n} is below 2 x min_unseen={self.min_unseen}: the census could "
+                                f"not show the questions a family needs to be judged; raise census_n")
         completions = self.prompts_per_step * self.group
         if completions % self.batch_per_device:
             raise SettingsError(f"batch_per_device={self.batch_per_device} does not divide the {completions} "
@@ -135,6 +148,9 @@ class Settings:
         if not (math.isfinite(self.score_deadline_s) and low <= self.score_deadline_s <= high):
             raise SettingsError(f"score_deadline_s={self.score_deadline_s}: give seconds in [{low}, {high}]; below "
                                 f"{low} s honest answers time out on a loaded machine and timeouts decide the verdicts")
+        if not self.reserve_key or len(self.reserve_key) > 256:
+            raise SettingsError(f"reserve_key={self.reserve_key[:40]!r}: give 1 to 256 characters (it keys which "
+                                f"questions are reserved for evaluation)")
         if not self.out.strip():
             raise SettingsError(f"out={self.out!r}: give a folder (an empty out writes into the working directory)")
         if "\0" in self.out:
@@ -170,6 +186,11 @@ class Settings:
 
     def replace(self, **changes) -> "Settings":
         return dataclasses.replace(self, **changes)
+
+
+def heldout_walk() -> int:
+    from proof.heldout import WALK  # heldout imports sources, as settings does: no torch
+    return WALK
 
 
 SEED_MAX = 2**32 - 1  # numpy's and reasoning-gym's seeds are unsigned 32-bit
@@ -241,6 +262,6 @@ PRESETS = {
         # lr is 60x the seed's so that 4 steps move the tiny model at all; its numbers mean nothing
         "model": "tiny", "trainee": "qwen3(max_new_tokens=16)", "families": SMOKE_FAMILIES, "out": "results/smoke",
         "steps": 4, "lr": 3e-3, "logging_steps": 1, "predict_tasks": 8, "eval_n": 24, "checkpoint_every": 1,
-        "bootstrap_n": 2000, "min_unseen": 10,
+        "bootstrap_n": 2000, "min_unseen": 10, "census_n": 100,
     },
 }

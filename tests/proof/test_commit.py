@@ -129,7 +129,7 @@ def test_predicting_compiles_into_the_run_folder(tmp_path, monkeypatch, no_model
     assert used == [Path(s.out) / "work" / "compile"]
 
 
-def test_the_evaluation_tasks_are_committed_unseen_and_every_family_says_whether_it_can_be_judged(committed):
+def test_the_evaluation_tasks_are_committed_reserved_and_every_family_says_whether_it_can_be_judged(committed):
     from proof import heldout
     from shortlist import sources
     s, _ = committed
@@ -137,8 +137,8 @@ def test_the_evaluation_tasks_are_committed_unseen_and_every_family_says_whether
     for key in s.families:
         held = commit.held_out(body, key)
         family = sources.parse(key)
-        seen = {heldout.normalized(t["question"]) for name in ("train", "predict")
-                for t in family.tasks(s.seed_ranges()[name])}
+        assert held.reservation is not None and len(held.train) == s.steps * s.prompts_per_step
+        seen = {heldout.normalized(t["question"]) for t in family.tasks(list(held.train) + list(held.predict))}
         evaluated = family.tasks(held.seeds)
         assert held.n == s.eval_n and not seen & {heldout.normalized(t["question"]) for t in evaluated}
         assert sources.fingerprint(evaluated) == held.sha256 == body["tasks"][key]["eval"]

@@ -11,9 +11,13 @@ def test_defaults_are_the_seeds_protocol():
         (100, 8, 4, 4, 5e-5, 200, 24)
     assert (s.lora_r, s.lora_alpha, s.grad_accum) == (16, 32, 8)
     assert s.profile == trainee.QWEN3 and s.profile.max_new_tokens == 128
-    # evaluation tasks: 200 unseen ones among the 20 x 200 seeds from 100,000 (heldout.py)
-    assert s.seed_ranges() == {"train": range(0, 400), "predict": range(500, 524), "eval": range(100_000, 104_000)}
-    assert (s.eval_n, s.eval_search, s.min_unseen) == (200, 20, 40)
+    # evaluation tasks: 200 reserved ones among the 20 x 200 seeds from 100,000; training and prediction walk
+    # at most 4 x their count of seeds past reserved questions; the census sizes the share (heldout.py)
+    assert s.seed_ranges() == {"train": range(0, 1600), "predict": range(10_000, 10_096),
+                               "eval": range(100_000, 104_000), "census": range(200_000, 200_400)}
+    assert (s.eval_n, s.eval_search, s.min_unseen, s.reserve, s.census_n) == (200, 20, 40, True, 400)
+    before = s.replace(reserve=False, predict_seed=500)  # a run committed before reservation, re-analysed
+    assert before.seed_ranges() == {"train": range(0, 400), "predict": range(500, 524), "eval": range(100_000, 104_000)}
 
 
 @pytest.mark.parametrize("changes, fragment", [
@@ -21,9 +25,12 @@ def test_defaults_are_the_seeds_protocol():
     ({"eval_n": 0}, "eval_n=0: must lie in 1..100000"),
     ({"batch_per_device": 3}, "batch_per_device=3 does not divide the 32 completions"),
     ({"trainee": "qwen3(group=3)", "prompts_per_step": 3}, "does not divide the 9 completions"),
-    ({"steps": 200}, "train seeds 0..799 overlap predict seeds 500..523"),
-    ({"train_seed": 99_990}, "train seeds 99990..100389 overlap eval seeds 100000..103999: move train_seed or eval_seed"),
-    ({"predict_seed": 100_100}, "predict seeds 100100..100123 overlap eval seeds"),
+    ({"predict_seed": 1000}, "train seeds 0..1599 overlap predict seeds 1000..1095"),
+    ({"train_seed": 99_990}, "train seeds 99990..101589 overlap eval seeds 100000..103999: move train_seed or eval_seed"),
+    ({"predict_seed": 100_100}, "predict seeds 100100..100195 overlap eval seeds"),
+    ({"census_seed": 100}, "train seeds 0..1599 overlap census seeds 100..499"),
+    ({"census_n": 79}, "census_n=79 is below 2 x min_unseen=40"),
+    ({"reserve_key": ""}, "reserve_key='': give 1 to 256 characters"),
     ({"lr": 0.0}, "lr=0.0: must be a number in (0, 1]"),
     ({"lr": 1e309}, "lr=inf: not a finite number in (0, 1]"),
     ({"lr": float("nan")}, "lr=nan: not a finite number in (0, 1]"),
@@ -105,16 +112,18 @@ def test_protocol_leaves_out_only_where_and_how_fast():
 
 
 
-def test_a_catalog_row_goes_to_the_proof_as_it_is_with_the_tasks_it_was_screened_on():
+def test_a_catalog_row_goes_to_the_proof_as_it_is():
+    from proof import heldout
     from shortlist.catalog import walk
     built = [walk.build(name, level, 500, 3) for name, level in (("chain_sum", 0), ("chain_sum", 1), ("leg_counting", 0))]
     specs = [b.where.spec for b in built]  # what a catalog row's spec is
-    s = settings_.make(families=specs, predict_tasks=3, predict_seed=500)
+    s = settings_.make(families=specs, predict_tasks=3, predict_seed=500, train_seed=1000)
     assert list(s.families) == specs  # taken unchanged, as `proof run --families "<spec>, <spec>"` takes them
     assert settings_.make(families=", ".join(specs)).families == s.families
-    seeds = s.seed_ranges()["predict"]
-    for b in built:
-        assert sources.fingerprint(sources.parse(b.where.spec).tasks(seeds)) == b.sha
+    for b in built:  # its prediction tasks are the screened seeds, but for those whose question is reserved
+        held, tasks = heldout.draw(b.where.spec, s)
+        screened = {t["seed"]: t for t in sources.parse(b.where.spec).tasks(range(500, 503))}
+        assert all(screened[t["seed"]] == t for t in tasks["predict"] if t["seed"] in screened)
 
 
 # Every input issue 19.8 (and 24.6) found accepted, or refused by a traceback, through the command line: one
