@@ -21,9 +21,15 @@
 #   share      (none)                     bench/share_probe.py: decode of 1 and 8 processes, time-sliced and
 #                                         under MPS (bench/results/sharing.h200.json)
 #   MPS=1 before start22/resume22: the jobs share the GPU through CUDA's multi-process service
-#   resume22   .whl                       the proof of examples/smollm2-22 again, from what it committed
-#                                         (predictions, stored evaluations): no new catalog or selection
-#                                         (after model-1 and model-2; then wait22)
+#   resume22   .whl .device/old           the proof of examples/smollm2-22 again, from what it committed
+#                                         (predictions, stored evaluations): no new catalog or selection,
+#                                         run by the code it was committed with (schema 3), prepared here:
+#                                         mkdir -p .device/old && git archive 69a0e36 shortlist proof notebooks
+#                                         pyproject.toml | tar -x -C .device/old (after model-1, model-2; then wait22)
+#   start3     .whl                       the proof of the rule, v3: the whole catalog (every level) with this
+#                                         code, the selection (examples/smollm2-22's specs excluded), the
+#                                         predictions committed, a second screen, then the training (then wait3)
+#   wait3 S    (none)                     as wait22, for start3's run
 #
 # Everything the command measured lands in $OUT; copy it into bench/results/ or examples/.
 set -uo pipefail
@@ -141,7 +147,8 @@ EOS
     install
     [ -d /root/smollm2 ] || env $PINNED python3 /root/gguf-to-hf /root/smollm2.gguf /root/smollm2 || exit 1
     mkdir -p /root/logs /root/repo /root/runs
-    tar --exclude=./.whl --exclude=./.device-model --exclude=./.device -cf - . | tar -xf - -C /root/repo
+    if [ -d .device/old/proof ]; then cp -r .device/old/. /root/repo/; else  # the code the commitment was made with
+      tar --exclude=./.whl --exclude=./.device-model --exclude=./.device -cf - . | tar -xf - -C /root/repo; fi
     cp -r examples/smollm2-22/proof /root/runs/proof && cp examples/smollm2-22/{selection.json,families.txt,second_screen.json} /root/runs/
     mps_on; monitor
     cat > /root/run22.sh <<EOS
@@ -169,6 +176,39 @@ EOS
     (cd /root/runs && tar -czf "$OUT/proof.tgz" selection.json families.txt second_screen.json started finished \
        proof/predictions.json proof/predictions.sha256 proof/families proof/notebooks proof/report.html \
        $(ls -d proof/work/*/before.json 2>/dev/null) 2>/dev/null)
+    tar -czf "$OUT/logs.tgz" -C /root logs
+    ls -la "$OUT"; tail -n 4 /root/logs/*.log ;;
+  start3)
+    # the proof of the rule, v3 (README "The proof of the rule"): catalog -> selection -> predictions -> training
+    install
+    [ -d /root/smollm2 ] || env $PINNED python3 /root/gguf-to-hf /root/smollm2.gguf /root/smollm2 || exit 1
+    mkdir -p /root/logs /root/repo /root/v3
+    tar --exclude=./.whl --exclude=./.device-model --exclude=./.device -cf - . | tar -xf - -C /root/repo
+    [ -d examples/smollm2-v3 ] && cp -r examples/smollm2-v3/. /root/v3/  # what an earlier session brought back
+    mps_on; monitor
+    cat > /root/run3.sh <<EOS
+cd /root/repo && export $PINNED_REPO HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
+[ "$MPS" = 1 ] && export CUDA_MPS_PIPE_DIRECTORY=$CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY=$CUDA_MPS_LOG_DIRECTORY
+date +%s >> /root/v3/started
+python3 -m shortlist screen --all --levels --trainee smollm2 --model /root/smollm2 --out /root/v3/catalog \\
+  --per-gpu ${CATALOG_PER_GPU:-12} --budget-min ${CATALOG_MIN:-15} > /root/logs/catalog.log 2>&1
+[ -f /root/v3/families.txt ] || python3 -m proof.selection /root/v3/catalog/shortlist.json --json /root/v3/selection.json \\
+  --exclude examples/smollm2-22/families.txt > /root/v3/families.txt 2> /root/logs/selection.log || exit 1
+python3 -m shortlist screen --trainee smollm2 --model /root/smollm2 --families "\$(cat /root/v3/families.txt)" \\
+  --first-seed 1000 --json /root/v3/second_screen.json > /root/logs/second_screen.log 2>&1 &
+python3 -m proof run --trainee smollm2 --model /root/smollm2 --families "\$(cat /root/v3/families.txt)" \\
+  --out /root/v3/proof --per-gpu ${PROOF_PER_GPU:-12} > /root/logs/proof.log 2>&1
+wait
+date +%s > /root/v3/finished
+EOS
+    setsid nohup bash /root/run3.sh > /root/logs/run3.log 2>&1 &
+    sleep 20; tail -n 3 /root/logs/*.log ;;
+  wait3)
+    [ -f /root/v3/started ] || { echo "no run on this machine: it is a fresh one (the last went back); start again"; exit 3; }
+    end=$((SECONDS + ${2:-540}))
+    while [ ! -f /root/v3/finished ] && [ $SECONDS -lt $end ]; do sleep 10; done
+    [ -f /root/v3/finished ] && echo "v3 finished" || echo "v3 still running after ${SECONDS} s"
+    (cd /root/v3 && tar -czf "$OUT/v3.tgz" --exclude=compile --exclude='proof/work/*/checkpoints' . 2>/dev/null)
     tar -czf "$OUT/logs.tgz" -C /root logs
     ls -la "$OUT"; tail -n 4 /root/logs/*.log ;;
   share)

@@ -1,41 +1,58 @@
-"""What the seed's analysis cannot tell apart, told apart.
+"""What the seed's analysis cannot tell apart, told apart, as typed records the report reads.
 
-The seed's primary analysis (a paired bootstrap on the mean score; improved, held) stays exactly
-as it is, and is applied to evaluation questions the model never saw (heldout.py; an older run's
-evaluation is restricted to its unseen tasks here). Next to it: the same bootstrap on correctness,
-so that a gain made of partial credit alone is labelled as such; the same bootstrap over distinct
-questions, each counted once; collapse, so that a gain a constant answer matches is never called
-learning; the format of the answers; an equivalence test, so that a "no change" prediction is never
-"held" merely because nothing was significant; Holm-adjusted p-values; the rule against simpler
-rules, with an exact paired test where they disagree, on the families the proof can judge; and how
-each screening signal ranks the gains. plan() is written into predictions.json before training,
-and everything here reads its parameters from there.
+The seed's primary analysis (a paired bootstrap on the mean score; improved) stays as it is, on the
+evaluation tasks the result rests on (reserved questions; an older run's unseen ones: evidence.py).
+The rule, though, is judged on *real learning*: accuracy rose significantly (the same bootstrap on
+score >= 1) and the trained model answers more tasks right than the best policy that does not solve
+them (audit.py) does on the same tasks. A gain in partial credit only, or one a policy matches
+(a collapse onto one answer, a copied number), is no real learning: it fails an "improves"
+prediction and holds a "no change" one. Which specs are judged is fixed at commit (never changed by
+an outcome); the rule is compared with simpler rules on them (rules.py), per side: its precision on
+"improves", its miss rate on "too hard". Beside: distinct questions each counted once, an
+equivalence test for "no change", Holm across families, borderline verdicts, correlations. plan()
+and rules.power() are written into predictions.json before training.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from proof import stats
+from proof import rules, stats
+from shortlist.screening import BORDERLINE
 
 SIGNALS = {"pass1": "pass@1", "passk": "pass@k", "mean": "mean score", "signal_raw": "signal (raw reward)",
            "signal_correct": "signal (correctness)", "learnability": "mean p(1−p)"}
+LEARNING = ("real learning", "matched by a policy", "partial credit only", "none")
 
 
-def alternatives(trainee: dict, screens: list[dict]) -> dict:
-    """Simpler rules than Shortlist's, each a function of a family's screen -> predicts improvement.
-    screens: those the rules are compared on (the median of their learnability is one rule's cut)."""
-    band = (trainee["pass_min"], trainee["pass_max"])
-    median = float(np.median([p["learnability"] for p in screens])) if screens else 0.0
-    return {
-        "Shortlist's rule": lambda p: p["prediction"] == "improves",
-        "always improves": lambda p: True,
-        "pass@1 > 0": lambda p: p["pass1"] > 0,
-        f"pass@1 in [{band[0]}, {band[1]})": lambda p: band[0] <= p["pass1"] < band[1],
-        f"mean p(1−p) above its median ({median:.3f})": lambda p: p["learnability"] > median,
-        f"signal (raw) ≥ {trainee['grpo_signal_min']}": lambda p: p["signal_raw"] >= trainee["grpo_signal_min"],
-        f"signal (correctness) ≥ {trainee['grpo_signal_min']}":
-            lambda p: p["signal_correct"] >= trainee["grpo_signal_min"],
-    }
+@dataclass(frozen=True)
+class FamilyAnalysis:
+    """One finished family, on the tasks its result rests on (`counted`)."""
+    family: str
+    prediction: str  # "improves" or "no change", as committed
+    side: str  # rules.side(): improves, boundary, too hard, other, control
+    borderline: bool | None  # its screen's flip chance >= BORDERLINE (None: not measured)
+    evaluated: int  # evaluation tasks
+    counted: int  # of them, those the result rests on (all reserved ones; an older run's unseen ones)
+    distinct: int  # distinct questions among them
+    accuracy: tuple  # (before, after) on the counted tasks
+    gain: dict | None  # the seed's bootstrap on the mean score, on the counted tasks
+    improved: bool  # the seed's: p <= alpha and gain > 0
+    accuracy_gain: dict | None
+    accuracy_improved: bool
+    by_question: dict | None  # the same bootstrap, each distinct question once
+    policy: dict | None  # the best policy on the same tasks: answer, accuracy, mean
+    real: bool  # the rule's outcome: accuracy improved, and above the best policy's
+    learning: str  # one of LEARNING
+    equivalence: dict | None  # TOST within ±margin
+    judgement: str  # held / did not hold, and how
+    held: bool  # real == (prediction == "improves")
+    judged: bool  # committed as judged, and some task to judge on
+    not_judged: tuple  # why not, as committed
+    difference_sd: float
+    mde: float  # the smallest gain the counted tasks could detect (80% power)
+    distinct_answers: float | None  # share of distinct answers after training
 
 
 def plan(settings) -> dict:
@@ -44,75 +61,79 @@ def plan(settings) -> dict:
     planning_sd = 0.5  # the largest SD of a per-task difference of 0/1 scores that stays near zero on average
     return {
         "primary": f"the seed's: paired bootstrap of after - before mean score per task, {n} resamples, rng "
-                   f"seed 0, 95% percentile CI, p = share of resampled means <= 0; improved = p <= {a} and "
-                   f"gain > 0; held = improved == (prediction == 'improves')",
-        "correctness": f"the same bootstrap on accuracy (score >= 1); 'partial credit only' when the score "
-                       f"improved and accuracy did not",
-        "format": "share of answers the trainee's extraction finds, and their mean length in characters, before and "
-                  "after; share of completions cut at max_new_tokens and dominated by one repeated token",
+                   f"seed 0, 95% percentile CI, p = share of resampled means <= 0; improved = p <= {a} and gain > 0",
+        "outcome": f"the rule is judged on real learning: the same bootstrap on accuracy (score >= 1) with p <= {a} "
+                   f"and a positive gain, and an accuracy after training above the best policy's (audit.py: "
+                   f"constants, the most frequent or another task's gold, numbers or the last word copied from the "
+                   f"question, the model's own most common answer) on the same tasks; held = real learning == "
+                   f"(prediction == 'improves'); a gain a policy matches, or in partial credit only, is no real learning",
+        "judged": "fixed at commit (not_judged): a spec is judged unless an audit verdict (unscorable, unverified "
+                  "ceiling, guessable) or too few reserved questions; no outcome removes one",
+        "sides": "precision on 'improves' (share of judged 'improves' specs with real learning) and miss rate on "
+                 "'too hard' (share of judged 'too hard' specs with real learning; the boundary, 0 < pass@1 < "
+                 "pass_min, apart), each with a Wilson 95% interval",
+        "comparisons": f"the rule against each rule of rules.comparators() on the judged specs: hits, Wilson 95% "
+                       f"interval, exact McNemar test on the specs only one got right, Holm across comparisons; "
+                       f"'power' gives, before training, the disagreements each comparison rests on and its best p",
+        "borderline": f"a screen verdict whose flip chance (bootstrap over tasks and samples) is >= {BORDERLINE} is "
+                      f"borderline; the rule's accuracy is given with and without them",
         "equivalence": f"TOST on the same bootstrap, margin ±{m} in mean score, at {a}: a 'no change' prediction "
                        f"is 'held (equivalent)' when the gain is shown to lie within the margin, 'held "
-                       f"(inconclusive)' when it neither improved nor was shown equivalent",
+                       f"(inconclusive)' when it neither learned nor was shown equivalent",
         "minimum_detectable_effect": f"{stats.minimum_detectable_effect(planning_sd, settings.eval_n, a):.3f} in "
                                      f"mean score at eval_n = {settings.eval_n}, one-sided {a}, 80% power, "
                                      f"per-task difference SD {planning_sd} (reported per family from the observed SD)",
         "multiplicity": "Holm-adjusted p-values across families, next to the raw ones",
-        "alternatives": "hit rate of always 'improves', pass@1 > 0, pass@1 in the rule's band, mean p(1-p) above "
-                        "its median, the GRPO signal alone (raw and on correctness), against the seed's 'improved', "
-                        "each with a Wilson 95% interval and an exact McNemar test against the rule where they "
-                        "disagree; confusion matrix of the rule; all on the judged families only (not unscorable, "
-                        "guessable, short of unseen questions, or collapsed)",
-        "unseen": f"evaluation tasks are the first eval_n seeds whose question is in neither the training nor the "
-                  f"prediction tasks; families with fewer than {settings.min_unseen} distinct unseen questions are "
-                  f"not judged; the same bootstrap resampling distinct questions (each counted once) beside it",
-        "collapse": "a significant gain whose after-training mean score (or accuracy) a constant answer matches "
-                    "or beats on the same tasks (the model's own most common answer, or the best content-free "
-                    "answer) is labelled collapsed, and is not counted among the rule's held predictions",
+        "held_out": (f"evaluation questions reserved by a keyed hash before anything is drawn (heldout.py), the share "
+                     f"sized from a census of {settings.census_n} tasks; families with fewer than "
+                     f"{settings.min_unseen} distinct reserved questions are not judged" if settings.reserve else
+                     f"evaluation tasks are the first eval_n seeds whose question is in neither the training nor the "
+                     f"prediction tasks; families with fewer than {settings.min_unseen} distinct unseen questions are "
+                     f"not judged") + "; the same bootstrap resampling distinct questions (each counted once) beside it",
         "correlations": "Spearman rho of pass@1, pass@k, mean score, both signals and mean p(1-p) with the gain "
                         "in mean score and in accuracy",
     }
 
 
-def family(result, settings: dict, evidence=None) -> dict:
+def family(result, settings: dict, evidence, trainee: dict) -> FamilyAnalysis:
     """The analysis of one finished family (a records.FamilyResult), with the committed alpha, margin
-    and bootstrap size, on its unseen evaluation tasks (evidence.Evidence; None: all of them)."""
+    and bootstrap size, on the tasks its evidence counts (evidence.Evidence)."""
     alpha, n = settings["alpha"], settings["bootstrap_n"]
-    before, after = result.before, result.after
-    unseen = list(evidence.unseen) if evidence is not None else [True] * before.n
-    keep = [i for i, u in enumerate(unseen) if u]
-    b, a = [before.scores[i] for i in keep], [after.scores[i] for i in keep]
-    every = len(keep) == before.n
+    keep = [i for i, u in enumerate(evidence.unseen) if u]
+    b, a = [result.before.scores[i] for i in keep], [result.after.scores[i] for i in keep]
+    every = len(keep) == result.before.n
     gain = result.gain if every else stats.paired_gain(b, a, n) if keep else None
     improved = result.improved if every else bool(gain) and stats.improved(gain, alpha)
     correct = [[float(s >= 1.0) for s in part] for part in (b, a)]
-    accuracy = stats.paired_gain(*correct, n) if keep else None
-    accuracy_improved = bool(accuracy) and stats.improved(accuracy, alpha)
-    groups = [evidence.groups[i] for i in keep] if evidence is not None else list(range(len(keep)))
-    by_question = stats.paired_gain(*_per_question(groups, b, a), n) if keep else None
-    baselines = evidence.baselines if evidence is not None and evidence.baselines else result.baselines
-    constant = best_constant(baselines)
-    collapsed = improved and constant is not None and _matched(constant, result.after, accuracy_improved)
-    learning = ("collapsed" if collapsed else "accuracy" if accuracy_improved else "partial credit only") \
-        if improved else "none"
+    accuracy_gain = stats.paired_gain(*correct, n) if keep else None
+    accuracy_improved = bool(accuracy_gain) and stats.improved(accuracy_gain, alpha)
+    accuracy = (float(np.mean(correct[0])), float(np.mean(correct[1]))) if keep else (0.0, 0.0)
+    groups = [evidence.groups[i] for i in keep]
+    policy = best_policy(evidence.baselines)
+    beats = policy is None or accuracy[1] > policy["accuracy"] + 1e-12
+    real = accuracy_improved and beats
+    learning = "real learning" if real else "matched by a policy" if accuracy_improved \
+        else "partial credit only" if improved else "none"
     equivalence = stats.tost(b, a, settings["equivalence_margin"], alpha, n) if keep else None
-    predicted = result.prediction["prediction"] == "improves"
-    if predicted:
-        judgement = "held" if improved else "did not hold"
-    elif improved:
-        judgement = "did not hold"
+    screen = result.prediction
+    predicted = screen["prediction"] == "improves"
+    if predicted or real:
+        judgement = "held" if real == predicted else "did not hold"
     else:
         judgement = "held (equivalent)" if equivalence and equivalence["equivalent"] else "held (inconclusive)"
-    if learning in ("partial credit only", "collapsed"):
+    if learning in ("partial credit only", "matched by a policy"):
         judgement += f" ({learning})"
-    not_judged = list(evidence.not_judged) if evidence is not None else []
     sd = float(np.std(np.subtract(a, b), ddof=1)) if len(keep) > 1 else 0.0
-    return {"gain": gain, "improved": improved, "held": improved == predicted, "accuracy_gain": accuracy,
-            "accuracy_improved": accuracy_improved, "by_question": by_question, "learning": learning,
-            "equivalence": equivalence, "judgement": judgement, "difference_sd": sd,
-            "mde": stats.minimum_detectable_effect(sd, max(1, len(keep)), alpha),
-            "unseen": len(keep), "distinct": len(set(groups)), "evaluated": before.n, "not_judged": not_judged,
-            "judged": not not_judged and not collapsed and bool(keep), "constant": constant,
-            "distinct_answers": baselines.get("distinct_answers")}
+    flip = screen.get("flip")
+    return FamilyAnalysis(
+        family=result.family, prediction=screen["prediction"], side=rules.side(trainee, screen),
+        borderline=None if flip is None else flip >= BORDERLINE, evaluated=result.before.n, counted=len(keep),
+        distinct=len(set(groups)), accuracy=accuracy, gain=gain, improved=improved, accuracy_gain=accuracy_gain,
+        accuracy_improved=accuracy_improved, by_question=stats.paired_gain(*_per_question(groups, b, a), n) if keep
+        else None, policy=policy, real=real, learning=learning, equivalence=equivalence, judgement=judgement,
+        held=real == predicted, judged=not evidence.not_judged and bool(keep), not_judged=tuple(evidence.not_judged),
+        difference_sd=sd, mde=stats.minimum_detectable_effect(sd, max(1, len(keep)), alpha),
+        distinct_answers=evidence.baselines.get("distinct_answers"))
 
 
 def _per_question(groups: list[int], before: list[float], after: list[float]) -> tuple[list, list]:
@@ -125,60 +146,98 @@ def _per_question(groups: list[int], before: list[float], after: list[float]) ->
             [float(np.mean([after[i] for i in by[g]])) for g in order])
 
 
-def best_constant(baselines: dict) -> dict | None:
-    """Of the model's own most common answer and the best content-free one, the one that scores more."""
-    found = [c for c in (baselines.get("mode"), baselines.get("content_free")) if c]
-    return max(found, key=lambda c: (c["mean"], c["accuracy"])) if found else None
+def best_policy(baselines: dict) -> dict | None:
+    """Of the model's own most common answer and the best policy, the one that answers more tasks right."""
+    found = [c for c in (baselines.get("mode"), baselines.get("policy")) if c]
+    return max(found, key=lambda c: (c["accuracy"], c["mean"])) if found else None
 
 
-def _matched(constant: dict, after, accuracy_improved: bool) -> bool:
-    """Does a constant answer score at least what the trained model does on the evaluation tasks: its
-    mean score, and, where accuracy rose, its accuracy?"""
-    eps = 1e-12
-    return constant["mean"] >= after.mean_score - eps or (accuracy_improved and constant["accuracy"] >= after.accuracy - eps)
+@dataclass(frozen=True)
+class Rate:
+    """A share of specs, with its Wilson 95% interval."""
+    k: int
+    n: int
+
+    @property
+    def rate(self) -> float | None:
+        return self.k / self.n if self.n else None
+
+    @property
+    def ci95(self) -> tuple:
+        return stats.wilson(self.k, self.n)
 
 
-def across(predictions: list[dict], results: list, analyses: list[dict], trainee: dict) -> dict:
-    """What needs every finished family at once: Holm, the rule against alternatives (on the judged
-    families), correlations. results are records.FamilyResult, analyses what family() made of each,
-    in the same order."""
+@dataclass(frozen=True)
+class Comparison:
+    """Shortlist's rule against one comparator on the judged specs."""
+    rule: str
+    says_improves: int  # judged specs it predicts improve
+    hits: Rate  # its predictions that match real learning
+    hits_on_score: int  # ... that match the seed's 'improved' instead
+    disagree: int  # judged specs where it and the rule predict differently
+    mcnemar: dict | None  # specs only the rule got right, only this one, exact p (None: the rule itself)
+    p_holm: float | None  # Holm across the comparisons
+    best_p: float | None  # what the commitment said the comparison could show at best (None: not recorded)
+
+
+@dataclass(frozen=True)
+class Across:
+    """What needs every finished family at once."""
+    judged: tuple  # family keys judged (committed) and finished
+    held: Rate  # the rule on them
+    confusion: dict  # (predicted improves, really learned) -> count
+    sides: dict  # side -> Rate of real learning (precision on improves; miss rate on too hard and boundary)
+    comparisons: tuple  # Comparison, the rule's own first
+    borderline: dict  # "all", "without borderline" -> Rate; "unmeasured": specs without a flip chance
+    holm: dict  # "score", "recorded", "accuracy": Holm-adjusted p per finished family, in their order
+    correlations: tuple
+    never: tuple  # verdicts no committed spec was given
+
+
+def across(predictions: list[dict], results: list, analyses: list[FamilyAnalysis], trainee: dict,
+           plan_: dict | None = None) -> Across:
+    """results are records.FamilyResult, analyses what family() made of each, in the same order; plan_
+    the committed analysis (its "power", where recorded)."""
     by_family = {p["family"]: p for p in predictions}
     screens = [by_family[r.family] for r in results]
-    holm = {"score": stats.holm([a["gain"]["p"] if a["gain"] else 1.0 for a in analyses]),
+    holm = {"score": stats.holm([a.gain["p"] if a.gain else 1.0 for a in analyses]),
             "recorded": stats.holm([r.gain["p"] for r in results]),  # the seed's, on every evaluation task
-            "accuracy": stats.holm([a["accuracy_gain"]["p"] if a["accuracy_gain"] else 1.0 for a in analyses])}
-    judged = [i for i, a in enumerate(analyses) if a["judged"]]
+            "accuracy": stats.holm([a.accuracy_gain["p"] if a.accuracy_gain else 1.0 for a in analyses])}
+    judged = [i for i, a in enumerate(analyses) if a.judged]
     j_screens = [screens[i] for i in judged]
-    outcomes = [analyses[i]["improved"] for i in judged]
-    real = [analyses[i]["accuracy_improved"] for i in judged]
-    rules, said_by = [], {}
-    for name, predicts in alternatives(trainee, j_screens).items():
-        said = [predicts(s) for s in j_screens]
-        said_by[name] = said
-        hits = sum(x == y for x, y in zip(said, outcomes))
-        rules.append({"rule": name, "predicted improves": sum(said), "hits": hits, "of": len(judged),
-                      "hit rate": hits / len(judged) if judged else None, "ci95": stats.wilson(hits, len(judged)),
-                      "hits on accuracy": sum(x == y for x, y in zip(said, real))})
-    ours = [x == y for x, y in zip(said_by["Shortlist's rule"], outcomes)]
-    for row in rules[1:]:
-        theirs = [x == y for x, y in zip(said_by[row["rule"]], outcomes)]
-        row["disagree"] = sum(x != y for x, y in zip(said_by["Shortlist's rule"], said_by[row["rule"]]))
-        row["mcnemar"] = stats.mcnemar(sum(o and not t for o, t in zip(ours, theirs)),
-                                       sum(t and not o for o, t in zip(ours, theirs)))
-    said = said_by["Shortlist's rule"]
-    cells = {(p, o): sum(1 for a, b in zip(said, outcomes) if (a, b) == (p, o)) for p in (True, False) for o in (True, False)}
-    right = cells[True, True] + cells[False, False]
-    confusion = {"improves, improved": cells[True, True], "improves, not improved": cells[True, False],
-                 "no change, improved": cells[False, True], "no change, not improved": cells[False, False],
-                 "accuracy": right / len(judged) if judged else None, "ci95": stats.wilson(right, len(judged))}
-    correlations = []
-    for key, label in SIGNALS.items():
-        x = [s[key] for s in screens]
-        correlations.append({"signal": label, "key": key,
-                             "score gain": stats.spearman(x, [r.gain["gain"] for r in results]),
-                             "accuracy gain": stats.spearman(x, [a["accuracy_gain"]["gain"] if a["accuracy_gain"]
-                                                                 else 0.0 for a in analyses])})
+    real = [analyses[i].real for i in judged]
+    on_score = [analyses[i].improved for i in judged]
+    said = {name: [f(s) for s in j_screens] for name, f in rules.comparators(trainee, j_screens).items()}
+    ours = [x == y for x, y in zip(said[rules.RULE], real)]
+    power = (plan_ or {}).get("power", {}).get("comparisons", {})
+    rows = []
+    for name, predicted in said.items():
+        right = [x == y for x, y in zip(predicted, real)]
+        m = None if name == rules.RULE else stats.mcnemar(sum(o and not t for o, t in zip(ours, right)),
+                                                          sum(t and not o for o, t in zip(ours, right)))
+        rows.append([name, sum(predicted), Rate(sum(right), len(judged)), sum(x == y for x, y in zip(predicted, on_score)),
+                     sum(x != y for x, y in zip(said[rules.RULE], predicted)), m, power.get(name, {}).get("best_p")])
+    adjusted = iter(stats.holm([row[5]["p"] for row in rows[1:]]))
+    comparisons = tuple(Comparison(name, says, hits, score, d, m, None if m is None else next(adjusted), best)
+                        for name, says, hits, score, d, m, best in rows)
+    cells = {(p, o): sum(1 for a, b in zip(said[rules.RULE], real) if (a, b) == (p, o))
+             for p in (True, False) for o in (True, False)}
+    sides: dict[str, list] = {}
+    for i in judged:
+        sides.setdefault(analyses[i].side, []).append(analyses[i].real)
+    borderline = [analyses[i].borderline for i in judged]
+    steady = [o for o, b in zip(ours, borderline) if b is False]
+    correlations = tuple({"signal": label, "key": key,
+                          "score gain": stats.spearman([s[key] for s in screens], [r.gain["gain"] for r in results]),
+                          "accuracy gain": stats.spearman([s[key] for s in screens],
+                                                          [a.accuracy_gain["gain"] if a.accuracy_gain else 0.0
+                                                           for a in analyses])}
+                         for key, label in SIGNALS.items())
     verdicts = {p["verdict"] for p in predictions}
-    return {"holm": holm, "rules": rules, "confusion": confusion, "correlations": correlations,
-            "judged": [results[i].family for i in judged],
-            "never": [v for v in ("improves", "too hard", "already solved", "no signal") if v not in verdicts]}
+    return Across(
+        judged=tuple(results[i].family for i in judged), held=Rate(sum(ours), len(judged)), confusion=cells,
+        sides={name: Rate(sum(v), len(v)) for name, v in sides.items()}, comparisons=comparisons,
+        borderline={"all": Rate(sum(ours), len(ours)), "without borderline": Rate(sum(steady), len(steady)),
+                    "borderline": sum(b is True for b in borderline), "unmeasured": sum(b is None for b in borderline)},
+        holm=holm, correlations=correlations,
+        never=tuple(v for v in ("improves", "too hard", "already solved", "no signal") if v not in verdicts))

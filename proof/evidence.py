@@ -1,13 +1,19 @@
-"""What the analysis needs beside the scores, per family: which evaluation tasks were unseen and how
-many distinct questions they hold, the scorer audit, what constant answers earn on the evaluation
-tasks, and whether the proof can judge the family at all.
+"""What the analysis needs beside the scores, per family: which evaluation tasks the result rests on and
+how many distinct questions they hold, the scorer audit, what the policies that do not solve a task
+earn on those same tasks, and whether the proof judges the family at all.
 
-A run of this version records all of it (predictions.json: the held-out record, the audit in each
-screen, the families not judged; each result: its baselines), and it is taken from there. A run
-made before (schema 2, examples/smollm2) recorded none of it; it is measured here instead, from
-the committed tasks and the saved answers, with a Scorer and no model: the evaluation seeds'
-questions checked against the training and prediction tasks, the audit on the prediction tasks,
-the constants on the evaluation tasks. `measured` says which families were measured here.
+A run of this version records all of it (predictions.json: the held-out record with its reservation,
+the audit in each screen, the families not judged; each result: its baselines), and it is taken from
+there. A run committed before is re-analysed as it was committed, with what this version measures
+beside it, from its committed tasks and saved answers, with a Scorer and no model (`measured` says
+what):
+- schema 3 chose its evaluation tasks among questions its training draw missed: all of them count;
+- schema 2 held them out by seed only: only its unseen tasks count (recovered task by task), and its
+  judged set is this version's rule applied to them;
+- both are audited again with this version's policies (audit.py), on their committed prediction tasks:
+  `verdict_now` is what this version's rule says of the same screen, beside the committed verdict
+  (which stays the prediction: it was committed); and the policies are scored on the counted
+  evaluation tasks, so accuracy, the best policy and the gain rest on one task set.
 """
 from __future__ import annotations
 
@@ -24,13 +30,15 @@ MIN_UNSEEN = 40  # the floor of a run that recorded none (settings.min_unseen's 
 @dataclass(frozen=True)
 class Evidence:
     family: str
-    unseen: tuple  # per evaluation task: its question is in neither the training nor the prediction tasks
+    unseen: tuple  # per evaluation task: the result rests on it (reserved, or unseen in an older run)
     groups: tuple  # per evaluation task: the index of its distinct question
-    skipped: int  # evaluation seeds passed over because their question was seen
+    skipped: int  # evaluation seeds passed over (not reserved; in an older run: seen)
     ceiling: float | None  # the audit (audit.py), on the prediction tasks
-    guess: dict  # the best content-free answer on the prediction tasks: answer, accuracy, mean
-    baselines: dict  # audit.constants() on the evaluation tasks, after training ({} before a result exists)
+    guess: dict  # the best policy on the prediction tasks: answer, accuracy, mean
+    baselines: dict  # audit.constants() on the counted evaluation tasks, after training ({} before a result)
     not_judged: tuple  # why the proof cannot judge this family; () where it can
+    verdict_now: str  # what this version's rule says of the committed screen (the committed verdict if unchanged)
+    reservation: dict | None = None  # heldout.Reservation, where the run reserved its evaluation questions
     measured: tuple = field(default=())  # what was measured here rather than read from the run's files
 
     @property
@@ -38,72 +46,88 @@ class Evidence:
         return len({g for g, u in zip(self.groups, self.unseen) if u})
 
 
+class _Tasks:
+    """A committed family's training and prediction tasks, built once, only where something is measured."""
+
+    def __init__(self, body: dict, key: str, held):
+        self.body, self.key, self.held, self._built = body, key, held, None
+
+    def __getitem__(self, name: str) -> list[dict]:
+        if self._built is None:
+            family = sources.parse(self.key)
+            if self.held is not None and self.held.reservation is not None:
+                self._built = heldout.rebuild(family, self.held)
+            else:
+                ranges = self.body["seed_ranges"]
+                self._built = {n: family.tasks(range(*ranges[n])) for n in ("train", "predict")}
+        return self._built[name]
+
+
 def gather(body: dict, results: dict, scorer=None) -> dict:
     """Evidence per committed family; results: family key -> FamilyResult (others are skipped).
     scorer: a shortlist.scoring.Scorer, needed only for what a run did not record."""
     from proof.records import FamilyResult
-    from proof.settings import DEFAULTS
     trainee = Trainee.from_dict(body["trainee"])
-    s = body["settings"]
     out = {}
     for key in body["families"]:
         result = results.get(key)
-        result = result if isinstance(result, FamilyResult) else None
-        screen = commit.prediction_for(body, key)
-        held = commit.held_out(body, key)
-        measured = []
-        built = None
-
-        def tasks():  # built once, only where something must be measured
-            nonlocal built
-            if built is None:
-                family = sources.parse(key)
-                built = {"train": family.tasks(range(*body["seed_ranges"]["train"])),
-                         "predict": family.tasks(range(*body["seed_ranges"]["predict"]))}
-            return built
-        if held is not None:
-            seeds = result.before.seeds if result else held.seeds
-            unseen, groups, skipped = [True] * len(seeds), list(held.groups), len(held.skipped)
-        elif result is not None:
-            unseen, groups = heldout.recover(key, list(result.before.seeds), tasks()["train"] + tasks()["predict"])
-            skipped = 0
-            measured.append("unseen questions")
-        else:
-            unseen, groups, skipped = [], [], 0
-        if screen.get("ceiling", None) is None and "guess" not in screen:
-            a = audit_.audit(_need(scorer), trainee, key, tasks()["predict"])
-            ceiling, guess = a.ceiling, a.guess.as_dict()
-            measured.append("audit")
-        else:
-            ceiling = screen.get("ceiling")
-            guess = {"answer": screen.get("guess_answer"), "accuracy": screen.get("guess"), "mean": screen.get("guess_mean")}
-        baselines = {}
-        if result is not None:
-            baselines = result.baselines
-            if not baselines:
-                evaluated = sources.parse(key).tasks(list(result.after.seeds))
-                baselines = audit_.constants(_need(scorer), trainee, key, evaluated, list(result.after.answers),
-                                             audit_.most_frequent_gold(tasks()["predict"]))
-                measured.append("constants")
-        if "not_judged" in body:
-            not_judged = tuple(body["not_judged"][key])
-        else:  # an older run: the same rule, applied now (said so in `measured`)
-            verdict = trainee.rule(screen["pass1"], screen["mean"], screen["signal_correct"], ceiling, guess["accuracy"])
-            why = [f"{verdict} (ceiling {ceiling}, guess rate {guess['accuracy']} by {guess['answer']})"] \
-                if verdict in ("unscorable", "guessable") else []
-            floor = s.get("min_unseen", DEFAULTS.get("min_unseen", MIN_UNSEEN))
-            distinct = len({g for g, u in zip(groups, unseen) if u})
-            if result is not None and distinct < floor:
-                why.append(f"only {distinct} distinct unseen evaluation questions (of {len(unseen)} tasks, "
-                           f"{len(unseen) - sum(unseen)} seen in training or prediction), below min_unseen={floor}")
-            not_judged = tuple(why)
-            measured.append("judgeability")
-        out[key] = Evidence(key, tuple(unseen), tuple(groups), skipped, ceiling, guess, baselines, not_judged,
-                            tuple(measured))
+        out[key] = one(body, key, result if isinstance(result, FamilyResult) else None, trainee, scorer)
     return out
+
+
+def one(body: dict, key: str, result, trainee: Trainee, scorer) -> Evidence:
+    screen, held = commit.prediction_for(body, key), commit.held_out(body, key)
+    tasks, measured = _Tasks(body, key, held), []
+    if held is not None:
+        seeds = result.before.seeds if result else held.seeds
+        unseen, groups, skipped = [True] * len(seeds), list(held.groups), len(held.skipped)
+    elif result is not None:
+        unseen, groups = heldout.recover(key, list(result.before.seeds), tasks["train"] + tasks["predict"])
+        skipped = 0
+        measured.append("unseen questions")
+    else:
+        unseen, groups, skipped = [], [], 0
+    ceiling, guess, verdict_now = _audit(body, screen, tasks, trainee, scorer, measured)
+    baselines = {}
+    if result is not None:
+        baselines = result.baselines
+        if "policy" not in baselines:  # recorded before the policies that read the question: measure them
+            counted = [i for i, u in enumerate(unseen) if u]
+            evaluated = sources.parse(key).tasks([result.after.seeds[i] for i in counted])
+            baselines = audit_.constants(_need(scorer), trainee, key, evaluated,
+                                         [result.after.answers[i] for i in counted],
+                                         audit_.most_frequent_gold(tasks["predict"])) if counted else {}
+            measured.append("policies")
+    if "not_judged" in body:
+        not_judged = tuple(body["not_judged"][key])
+    else:  # schema 2: the same rule, applied now to its unseen tasks (said so in `measured`)
+        floor = body["settings"].get("min_unseen", MIN_UNSEEN)
+        distinct = len({g for g, u in zip(groups, unseen) if u})
+        few = None if result is None or distinct >= floor else (
+            f"only {distinct} distinct unseen evaluation questions (of {len(unseen)} tasks, "
+            f"{len(unseen) - sum(unseen)} seen in training or prediction), below min_unseen={floor}")
+        not_judged = tuple(commit.not_judged(screen | {"verdict": verdict_now, "ceiling": ceiling,
+                                                       "guess": guess["accuracy"], "guess_answer": guess["answer"]},
+                                             few))
+        measured.append("judgeability")
+    return Evidence(key, tuple(unseen), tuple(groups), skipped, ceiling, guess, baselines, not_judged, verdict_now,
+                    held.reservation.as_dict() if held is not None and held.reservation else None, tuple(measured))
+
+
+def _audit(body: dict, screen: dict, tasks: _Tasks, trainee: Trainee, scorer, measured: list):
+    """The committed screen's audit, or (for a run older than this version's policies) the audit
+    measured now on its prediction tasks, and the verdict this version's rule gives the screen with it."""
+    if body.get("schema", 0) >= commit.SCHEMA:
+        guess = {"answer": screen.get("guess_answer"), "accuracy": screen.get("guess"), "mean": screen.get("guess_mean")}
+        return screen.get("ceiling"), guess, screen["verdict"]
+    a = audit_.audit(_need(scorer), trainee, screen["family"], tasks["predict"])
+    measured.append("audit")
+    verdict = trainee.rule(screen["pass1"], screen["mean"], screen["signal_correct"], a.ceiling, a.guess.accuracy,
+                           a.verified)
+    return a.ceiling, a.guess.as_dict(), verdict
 
 
 def _need(scorer):
     if scorer is None:
-        raise RuntimeError("this run recorded no held-out record, audit or constants: load it with a Scorer")
+        raise RuntimeError("this run recorded no reservation, audit or policies of this version: load it with a Scorer")
     return scorer

@@ -61,8 +61,8 @@ def report_again(out) -> Path:
     out = str(Path(out).resolve())
     body, sha = commit.committed(out, commit.READABLE)
     known = set(settings_.names())
-    settings = settings_.make(**{k: v for k, v in body["settings"].items() if k in known},
-                              families=body["families"], trainee=body["trainee"], out=out)
+    committed_as = {"reserve": False} | {k: v for k, v in body["settings"].items() if k in known}  # before reserve: False
+    settings = settings_.make(**committed_as, families=body["families"], trainee=body["trainee"], out=out)
     with placement.one_run(out):  # not beside a run that is writing the same folder
         return build_report(settings, sha)
 

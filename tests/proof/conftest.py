@@ -19,7 +19,7 @@ def synthetic(tmp_path):
     make({family: {"prediction": "improves" | "no change", "before": scores, "after": scores}})
     Optional per family: "screen" (fields of its screen), "before_answers"/"after_answers"
     (None: not extracted), "before_flags"/"after_flags" ((clipped, repetitive) for every answer),
-    "groups" (each evaluation task's distinct question), "baselines" (what constants earn, as
+    "groups" (each evaluation task's distinct question), "baselines" (what policies earn, as
     shortlist.audit.constants() says; default: nothing); "failed": reason records a failed family.
     not_run=[...] adds committed families without a result."""
     from proof import commit, files, heldout, records, runner, settings, train
@@ -62,7 +62,7 @@ def synthetic(tmp_path):
             nothing = {"answer": '"0"', "accuracy": 0.0, "mean": 0.0}
             after = list(evals["after"].answers)
             baselines = case.get("baselines", {"distinct_answers": len(set(after)) / n, "mode": nothing,
-                                               "content_free": nothing})
+                                               "policy": nothing})
             result = train.outcome(s, key, sha, commit.prediction_for(body, key), evals["before"], evals["after"],
                                    curve, timings={"train_s": 1.0, "eval_before_s": 0.5, "eval_after_s": 0.5},
                                    engine={"before": {"engine": "static", "why": None, "checks": []}},

@@ -21,20 +21,23 @@ def test_headline_counts_held_failed_and_not_run(synthetic):
                    "basic_arithmetic": {"failed": "RuntimeError: boom"}}, not_run=["products"])
     r = report.load(s.out)
     text = report.headline(r)
-    assert text.startswith("**The rule held on 1 of 2 judged families** (accuracy 0.50, Wilson 95% CI 0.09–0.91). Of "
-                           "the 1 significant gain GRPO made: 1 real learning (more correct answers than before "
-                           "and than any constant answer), 0 partial credit only, 0 collapse.")
-    assert report.confusion_text(r).endswith(" over 2 families.")
+    assert text.startswith("**The rule held on 1 of 2 judged specs** (0.50, Wilson 95% CI 0.09–0.91). Precision on "
+                           "\"improves\": 1 of 2 really learned (0.50, Wilson 95% CI 0.09–0.91).")
+    assert ("Of the 1 significant gain GRPO made: 1 real learning (more correct answers than before and than any "
+            "policy that does not solve the task), 0 partial credit only, 0 matched by a policy.") in text
+    assert report.confusion_text(r).endswith(" over 2 judged specs.")
     assert text.endswith(" (1 failed, 1 not run.)")
-    assert "The rule and 'always improves' disagree on 0 families: this run cannot tell them apart." in text
-    assert "No family was predicted 'too hard' or 'already solved' or 'no signal'" in text
+    same = text.split("It predicts as ")[1].split(" on every judged spec")[0]
+    assert "'always improves'" in same and "'pass@1 > 0'" in same and "cannot come out either way" in text
+    assert text.count("cannot come out either way") == 1  # each sentence once
+    assert "No spec was predicted 'too hard' or 'already solved' or 'no signal'" in text
 
 
 def test_counts_of_one_read_in_the_singular(synthetic):
     s = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP}})
     r = report.load(s.out)
-    assert report.headline(r).startswith("**The rule held on 1 of 1 judged family** (")
-    assert report.confusion_text(r).endswith(" over 1 family.")
+    assert report.headline(r).startswith("**The rule held on 1 of 1 judged spec** (")
+    assert report.confusion_text(r).endswith(" over 1 judged spec.")
 
 
 def test_a_run_where_no_family_has_finished_yet_still_reports(synthetic, tmp_path):
@@ -42,7 +45,8 @@ def test_a_run_where_no_family_has_finished_yet_still_reports(synthetic, tmp_pat
     from proof import runner, settings
     s = synthetic({}, not_run=["chain_sum", "leg_counting"])
     html = runner.report_again(s.out).read_text()
-    assert "The rule held on 0 of 0 judged families" in html and "not run" in html
+    assert "<b>No family has finished training yet</b>: there is no outcome to judge. (2 not run.)" in html
+    assert "there is nothing to compare yet" in html and "median (0.000)" not in html  # no median of no spec
     assert "<b>chain_sum</b>: predicted \"improves\" (improves); not run." in html  # no stray markdown
 
 
@@ -62,7 +66,7 @@ def test_outcomes_table_says_why_a_family_has_no_outcome(synthetic):
     s = synthetic({"chain_sum": {"prediction": "no change", "before": HELD_UP, "after": HELD_UP},
                    "leg_counting": {"failed": "RuntimeError: boom"}}, not_run=["products"])
     rows = {row["family"]: row for row in (report.outcome_row(report.load(s.out), k) for k in s.families)}
-    assert rows["chain_sum"]["held"] == "yes" and rows["chain_sum"]["gain [95% CI]"].startswith("+0.000")
+    assert rows["chain_sum"]["improved"] == "no" and rows["chain_sum"]["gain [95% CI]"].startswith("+0.000")
     assert rows["leg_counting"]["status"] == "failed: RuntimeError: boom"
     assert rows["products"]["status"] == "not run"
 
@@ -175,7 +179,7 @@ def test_a_p_value_no_resample_reached_shows_below_the_resolution_not_zero(synth
     assert "&lt; 5e-4" in html  # the smoke preset's 2,000 resamples
     cells = re.findall(r'class="data row\d col[67]" >([^<]*)<', html)
     # 2,000 resamples (the smoke preset): p < 1/2000; Holm over two families doubles the bound
-    assert cells[:2] == ["&lt; 5e-4", "&lt; 1e-3"] and all(re.fullmatch(r"[01]\.\d{4}", c) for c in cells[2:])
+    assert cells[:2] == ["&lt; 5e-4", "&lt; 1e-3"] and all(re.fullmatch(r"[01]\.\d{3}", c) for c in cells[2:])
 
 
 def test_figures_of_long_family_specs_draw_without_a_layout_warning(synthetic):

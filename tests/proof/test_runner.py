@@ -27,7 +27,7 @@ def test_smoke_report_shows_every_table_figure_and_the_hash(smoke_run):
         assert header in html
     for key in s.families:
         assert html.count(key) >= 3  # predictions table, outcomes table, figure title or link
-    assert re.search(r"<th[^>]*>\s*held\s*</th>", html)
+    assert re.search(r"<th[^>]*>\s*judgement\s*</th>", html) and "The rule on both sides" in html
     # curves and forest inline; the scatter and the correlations need 3 families, smoke has 2: a sentence says so
     assert len(re.findall(r'<img[^>]*src="data:image/png;base64,', html)) == 2
     assert "Only 2 families finished: ranks need 3 at least" in html
@@ -113,7 +113,7 @@ def test_a_failed_predict_stops_the_batch_in_one_line(tmp_path):
     (["run", "--preset", "smoke", "--set", "lr=1e309"], "lr=inf"),
     (["run", "--preset", "smoke", "--trainee", "qwen4"], "did you mean qwen3"),
     (["run", "--preset", "smoke", "--families", "chan_sum"], "did you mean chain_sum"),
-    (["run", "--preset", "smoke", "--set", "steps=200"], "overlap"),
+    (["run", "--preset", "smoke", "--set", "census_seed=10"], "overlap"),
 ])
 def test_cli_refuses_bad_settings_in_one_line(no_model_loads, capsys, argv, fragment):
     assert main(argv) == 2

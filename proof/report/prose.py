@@ -1,0 +1,330 @@
+"""The report's words: the banner, the warnings, the headline, one line per family, the captions.
+
+Each says only what its data shows: "not judged" is never "did not hold", a run with no finished
+family says so, every sentence appears once, and numbers are written as numbers.py writes them.
+Whatever could make the numbers wrong (a smoke run, a fallen-back engine, degenerate completions, a
+corrupt result) is said above the headline.
+"""
+from __future__ import annotations
+
+from proof import rules
+from proof.records import Corrupt, FamilyResult
+from proof.report.load import Report, status
+from proof.report.numbers import interval, p_text, rate
+from shortlist import page
+
+DEGENERATE_SHARE = 0.5  # a family whose completions are mostly cut off or repetitive is named above the headline
+TIMEOUT_SHARE = 0.01  # a family whose answers passed the scoring deadline more often than this is named too
+SIDES = (("improves", 'precision on "improves"', "really learned"),
+         ("boundary", 'miss rate on "too hard" at 0 < pass@1 < pass_min', "learned anyway"),
+         ("too hard", 'miss rate on "too hard" at pass@1 0', "learned anyway"),
+         ("other", 'on "already solved" and "no signal"', "learned"))
+
+
+def banner(report: Report) -> str | None:
+    """A run whose numbers must not be read as a finding says so first."""
+    from proof.settings import DEFAULTS
+    s = report.settings
+    small = [f"{name.replace('_', ' ')} {s[name]} (the protocol's {DEFAULTS[name]})"
+             for name in ("steps", "eval_n", "predict_tasks") if s[name] < DEFAULTS[name] / 2]
+    parts = []
+    if report.trainee.model == "tiny":
+        parts.append(page.TINY)
+    if small:
+        parts.append("Its settings are far below the protocol's: " + ", ".join(small) + ".")
+    return (f"{page.SMOKE} " + " ".join(parts)) if parts else None
+
+
+def measured_here(report: Report) -> str | None:
+    """A run committed before this version says that what it did not record was measured now."""
+    what = sorted({m for e in report.evidence.values() for m in e.measured})
+    if not what:
+        return None
+    design = {2: "held its evaluation tasks out by seed only", 3: "chose its evaluation questions among those its "
+              "training draw missed"}.get(report.body.get("schema"), "was committed before this version")
+    return (f"**This run was committed under an earlier design**: it {design}. It is re-analysed as it was "
+            f"committed, with what this version measures beside it, from its committed tasks and saved answers: "
+            f"{', '.join(what)}.")
+
+
+def warnings(report: Report) -> list[str]:
+    """Everything that could make the numbers wrong, for above the headline: one line per family (all
+    of its degenerate shares together), then the run-wide ones."""
+    out = []
+    engines = [("predictions (01)", report.body.get("engine", {}))] + [
+        (f"{r.family} ({phase})", e) for r in report.done() for phase, e in r.engine.items()]
+    for where, e in engines:
+        if e.get("checks") and any(not c.get("passed", c["identical_rows"] == c["rows"]) for c in e["checks"]):
+            out.append(f"The fast decode engine disagreed with generate() in {where} and stepped aside: {e.get('why')}.")
+        elif e.get("engine") == "generate" and e.get("why") and "transformers" in e["why"]:
+            out.append(f"The fast decode engine was not used in {where}: {e['why']}.")
+    by_family: dict[str, list[str]] = {}
+    for p in report.body["predictions"]:
+        for what, share in (("cut at max_new_tokens", p.get("clipped", 0)),
+                            ("dominated by one repeated token", p.get("repetitive", 0))):
+            if share > DEGENERATE_SHARE:
+                by_family.setdefault(p["family"], []).append(f"{share:.0%} of the screening samples were {what}")
+    for r in report.done():
+        for part, e in (("before", r.before), ("after", r.after)):
+            for what, share in (("cut at max_new_tokens", e.clipped_share),
+                                ("dominated by one repeated token", e.repetitive_share)):
+                if share > DEGENERATE_SHARE:
+                    by_family.setdefault(r.family, []).append(f"{share:.0%} of the greedy answers {part} training "
+                                                              f"were {what}")
+        a = report.analyses[r.family]
+        if a.learning == "matched by a policy":
+            c = a.policy
+            by_family.setdefault(r.family, []).append(
+                f"its gain is matched by a policy that does not solve the task: {c['answer']} answers "
+                f"{c['accuracy']:.3f} of the same tasks right against the trained model's {a.accuracy[1]:.3f}"
+                + (f" ({a.distinct_answers:.0%} of its answers distinct)" if a.distinct_answers is not None else "")
+                + "; that is no real learning")
+    for key in report.body["families"]:
+        counts = scoring_counts(report, key)
+        if counts["answers"] and counts["timeouts"] / counts["answers"] > TIMEOUT_SHARE:
+            by_family.setdefault(key, []).append(
+                f"{counts['timeouts']} of {counts['answers']} answers ({counts['timeouts'] / counts['answers']:.1%}) "
+                f"passed the scoring deadline of {report.settings['score_deadline_s']} s and scored 0")
+    out += [f"{key}: " + "; ".join(parts) + "." for key, parts in by_family.items()]
+    for key, result in report.results.items():
+        if isinstance(result, Corrupt):
+            out.append(f"{key}: its result file is corrupt ({result.reason}); it is left out of every table.")
+    return out
+
+
+SCORING = ("answers", "unextracted", "timeouts", "crashes", "exceptions", "non_finite", "clamped", "refused")
+
+
+def scoring_counts(report: Report, key: str) -> dict:
+    """What the scorer did with a family's answers, screening and training together."""
+    counts = dict.fromkeys(SCORING, 0)
+    result = report.results.get(key)
+    for part in (report.prediction(key).get("scoring", {}), result.scoring if isinstance(result, FamilyResult) else {}):
+        for c in SCORING:
+            counts[c] += part.get(c, 0)
+    return counts
+
+
+def family_line(report: Report, key: str) -> str:
+    """One sentence: the verdict, the outcome on the tasks the result rests on, and whether it held."""
+    p = report.prediction(key)
+    said = f"**{key}**: predicted \"{p['prediction']}\" ({p['verdict']})"
+    if not isinstance(report.results.get(key), FamilyResult):
+        return f"{said}; {status(report, key)}."
+    a = report.analyses[key]
+    if not a.counted:
+        return f"{said}; every evaluation task repeats a seen question: nothing to judge on."
+    acc = a.accuracy_gain
+    policy = f", best policy {a.policy['answer']} {a.policy['accuracy']:.3f}" if a.policy else ""
+    outcome = (f"accuracy {a.accuracy[0]:.3f} → {a.accuracy[1]:.3f} ({acc['gain']:+.3f}, p "
+               f"{p_text(acc['p'], report.settings['bootstrap_n'])}) on {a.counted} {_counted(report)} tasks "
+               f"({a.distinct} distinct){policy}")
+    verdict = ("not judged: " + "; ".join(a.not_judged)) if a.not_judged else "held" if a.held else "did not hold"
+    return f"{said}; {outcome}; {a.learning}; {verdict}."
+
+
+def _counted(report: Report) -> str:
+    return "reserved" if report.settings.get("reserve") else "unseen"
+
+
+def headline(report: Report) -> str:
+    """The answer first: the rule on the judged specs, per side, against every comparator with its
+    exact test and the best p the commitment allowed; then what the gains were, what never occurred,
+    what is not judged."""
+    done, across = report.done(), report.across
+    if not done:
+        return "**No family has finished training yet**: there is no outcome to judge." + _statuses(report)
+    n = len(across.judged)
+    if not n:
+        text = (f"**None of the {page.count(len(done), 'finished family', 'finished families')} is judged** "
+                f"(the commitment set them apart: {_apart(report)}).")
+        return text + _gains(report) + _never(report) + _statuses(report)
+    text = (f"**The rule held on {across.held.k} of {page.count(n, 'judged spec')}** "
+            f"({interval(across.held)}).")
+    for name, label, verb in SIDES:
+        r = across.sides.get(name)
+        if r:
+            text += f" {label[0].upper() + label[1:]}: {r.k} of {r.n} {verb} ({interval(r)})."
+    missing = [label.split(" on ")[-1] for name, label, _ in SIDES[:2] if name not in across.sides]
+    if missing:
+        text += f" No judged spec on the side{'s' if len(missing) > 1 else ''} of {' and '.join(missing)}."
+    text += _comparisons(report)
+    b = across.borderline
+    if b["borderline"]:
+        text += (f" {page.count(b['borderline'], 'judged verdict was', 'judged verdicts were')} borderline (flip "
+                 f"chance ≥ {rules.BORDERLINE}); without them the rule held on {rate(b['without borderline'])}.")
+    elif b["unmeasured"] == n:
+        text += " The screens of this run carry no flip chance: borderline verdicts cannot be named."
+    return text + _gains(report) + _never(report) + _apart_text(report) + _statuses(report)
+
+
+def _comparisons(report: Report) -> str:
+    comps = report.across.comparisons[1:]
+    either = [c for c in comps if c.disagree]
+    text = ""
+    if either:
+        parts = [f"'{c.rule}' {c.mcnemar['only_first']}:{c.mcnemar['only_second']} (p {c.mcnemar['p']:.3f}, Holm "
+                 f"{c.p_holm:.3f}" + (f"; best possible {c.best_p:.3f}" if c.best_p is not None else "") + ")"
+                 for c in either]
+        text += (f" Against simpler rules (specs only the rule got right : only the other did; exact McNemar p; Holm "
+                 f"across the {len(comps)} comparisons): " + "; ".join(parts) + ".")
+    same = [f"'{c.rule}'" for c in comps if not c.disagree]
+    if same:
+        text += (f" It predicts as {', '.join(same)} on every judged spec: "
+                 f"{'that comparison' if len(same) == 1 else 'those comparisons'} cannot come out either way.")
+    return text
+
+
+def _gains(report: Report) -> str:
+    a = report.analyses
+    raised = [r for r in report.done() if a[r.family].improved or a[r.family].accuracy_improved]
+    if not raised:
+        return " GRPO made no significant gain on any family."
+    count = {label: sum(a[r.family].learning == label for r in raised) for label in
+             ("real learning", "partial credit only", "matched by a policy")}
+    return (f" Of the {page.count(len(raised), 'significant gain')} GRPO made: {count['real learning']} real learning "
+            f"(more correct answers than before and than any policy that does not solve the task), "
+            f"{count['partial credit only']} partial credit only, {count['matched by a policy']} matched by a policy.")
+
+
+def _never(report: Report) -> str:
+    never = report.across.never
+    if not never:
+        return ""
+    return (f" No spec was predicted {' or '.join(repr(v) for v in never)}, so this run cannot test "
+            f"{'that threshold' if len(never) == 1 else 'those thresholds'}.")
+
+
+def _apart(report: Report) -> str:
+    return ", ".join(f"{r.family} ({why_not(report.analyses[r.family])})" for r in report.done()
+                     if r.family not in report.across.judged)
+
+
+def _apart_text(report: Report) -> str:
+    apart = [r for r in report.done() if r.family not in report.across.judged]
+    return f" Trained, not judged (as committed; {len(apart)}): {_apart(report)}." if apart else ""
+
+
+def why_not(a) -> str:
+    if a.not_judged:
+        return "; ".join(w.split(" (")[0] if w.split(" (")[0] in rules.AUDIT else "too few evaluation questions"
+                         for w in a.not_judged)
+    return "no evaluation task to judge on"
+
+
+def _statuses(report: Report) -> str:
+    counts: dict[str, int] = {}
+    for key in report.body["families"]:
+        word = status(report, key).split(":")[0]
+        if word != "done":
+            counts[word] = counts.get(word, 0) + 1
+    extra = ", ".join(f"{n} {word}" for word, n in counts.items())
+    return f" ({extra}.)" if extra else ""
+
+
+def top(report: Report):
+    """What goes above everything, as HTML: the banner and the warnings in boxes, the headline, then
+    one line per family."""
+    from IPython.display import HTML
+    parts = [page.box("banner", b) for b in [banner(report), measured_here(report)] if b]
+    parts += [page.box("warning", w) for w in warnings(report)]
+    lines = "".join(f"<li>{page.markup(family_line(report, k))}</li>" for k in report.body["families"])
+    return HTML("".join(parts) + f'<p class="shortlist-headline">{page.markup(headline(report))}</p>'
+                f'<ul class="shortlist-families">{lines}</ul>')
+
+
+def rules_text(report: Report) -> str:
+    """What the comparison can and cannot show, in words, once per comparator."""
+    judged = report.across.judged
+    lines = [f"The comparison rests on {page.count(len(judged), 'judged spec')} (the commitment set apart the audit's "
+             f"verdicts and the specs short of evaluation questions; no outcome changes that)."]
+    for c in report.across.comparisons[1:]:
+        m = c.mcnemar
+        best = f" The commitment said it could reach p {c.best_p:.3f} at best." if c.best_p is not None else ""
+        if not c.disagree:
+            lines.append(f"'{c.rule}' predicts as the rule on every judged spec: no test.{best}")
+        elif m["discordant"] == 0:
+            lines.append(f"'{c.rule}' disagrees with the rule on {page.count(c.disagree, 'spec')}, and both are right "
+                         f"(or both wrong) on each: no evidence either way.{best}")
+        else:
+            better = "the rule" if m["only_first"] > m["only_second"] else f"'{c.rule}'" \
+                if m["only_second"] > m["only_first"] else "neither"
+            lines.append(f"Against '{c.rule}': the rule alone was right on {m['only_first']}, '{c.rule}' alone on "
+                         f"{m['only_second']}; {better} does better here (exact McNemar p {m['p']:.3f}, Holm "
+                         f"{c.p_holm:.3f}" + (", not significant" if c.p_holm > report.settings["alpha"] else "")
+                         + f").{best}")
+    return " ".join(lines)
+
+
+def confusion_text(report: Report) -> str:
+    held = report.across.held
+    if not held.n:
+        return "No judged spec has finished, so the rule has no accuracy yet."
+    return f"The rule's accuracy: {rate(held)}, over {page.count(held.n, 'judged spec')}."
+
+
+def caption(report: Report, section: str) -> str:
+    """The sentence under a section's title, with the numbers of this run."""
+    s, t = report.settings, report.trainee
+    n = s["eval_n"]
+    reserved = bool(s.get("reserve"))
+    tasks = (f"{s['predict_tasks']} tasks" + (" (the first from seed {} whose question is not reserved)".format(
+        s["predict_seed"]) if reserved else f" (seeds {s['predict_seed']}..{s['predict_seed'] + s['predict_tasks'] - 1})"))
+    return {
+        "predictions": f"From {tasks} × {t.group} samples per family, drawn as GRPO draws them (temperature "
+                       f"{t.temperature}, at most {t.max_new_tokens} new tokens). *Signal* is the share of tasks whose "
+                       f"samples disagree: on the raw reward (partial credit included) and on correctness; the rule "
+                       f"reads the latter. *Clipped*: cut at max_new_tokens. *Flip chance*: the share of bootstrap "
+                       f"screens (tasks, then samples, resampled) with another verdict; at {rules.BORDERLINE} or more "
+                       f"the verdict is borderline.",
+        "outcomes": ((f"Greedy answers to the same {n} evaluation tasks before and after {s['steps']} GRPO steps: the "
+                      f"first {n} from seed {s['eval_seed']} whose question is reserved for evaluation. ") if reserved
+                     else (f"Greedy answers to the same {n} tasks before and after {s['steps']} GRPO steps, as this run "
+                           f"recorded them (the next tables keep the tasks the judgement rests on). ")) +
+                    f"The seed's analysis, unchanged: a paired bootstrap ({s['bootstrap_n']:,} resamples) on the mean "
+                    f"score per task; *improved* when p ≤ {s['alpha']} and the gain is positive.",
+        "audit": f"Before any model is asked: the *ceiling* is the share of the prediction tasks whose gold answer (or, "
+                 f"where a task has none, an answer its source knows to be valid), written as the trainee is asked to "
+                 f"write answers and read back by its extraction, scores 1 (below {t.ceiling_min}: *unscorable*; "
+                 f"no answer to check at all: *unverified ceiling*); the *guess rate* is the best share of full "
+                 f"scores over policies that do not solve the task (constants, the most frequent or another task's "
+                 f"gold answer, the first, last, largest or smallest number of the question, how many numbers it "
+                 f"holds, its last word); at {t.guess_min} or more, or at least pass@1 and {t.pass_min}, the family "
+                 f"is *guessable*. These are trained and reported apart. After training, the best policy on the "
+                 f"same evaluation tasks is what the trained model must beat.",
+        "heldout": ("Each result rests on its reserved evaluation questions: a keyed hash set them aside before "
+                    "anything was drawn, sized from a census of the family's questions (the estimate is Chao1's). "
+                    if reserved else "Each result rests on its unseen evaluation questions. ") +
+                   f"Families with fewer than {s.get('min_unseen', 40)} distinct ones are not judged. The last "
+                   f"columns count each distinct question once (the mean of its tasks), resampled the same way.",
+        "learning": f"The same bootstrap on accuracy (score ≥ 1), on the same tasks as the best policy. *Real "
+                    f"learning*: accuracy rose (p ≤ {s['alpha']}) and is above the best policy's; that is the "
+                    f"outcome the rule is judged on. *Partial credit only*: the score rose, accuracy did not. "
+                    f"*Matched by a policy*: a policy that does not solve the task answers as many right.",
+        "format": f"The share of answers the trainee's extraction could find, their length, and the share of "
+                  f"completions cut at {t.max_new_tokens} tokens or dominated by one repeated token.",
+        "equivalence": f"A \"no change\" prediction that held is *equivalent* only when an equivalence test (TOST, "
+                       f"margin ±{s['equivalence_margin']}) puts the gain within the margin; otherwise *inconclusive*. "
+                       f"The last columns give the smallest gain the tasks could have detected (80% power).",
+        "examples": f"The first {EXAMPLES} evaluation tasks whose score changed (else the first {EXAMPLES}), answered "
+                    f"greedily before and after training.",
+        "runs": "Wall time of each family's parts, and the decode engine each used.",
+        "curves": f"Per logged step ({s['logging_steps']}): the mean reward, the share of groups whose {t.group} "
+                  f"rewards were all equal (no gradient), and the share of completions cut at max_new_tokens.",
+        "rules": "Each rule predicts *improves* or *no change* from the same committed screens of the judged specs; "
+                 "a hit is a prediction that matches real learning (and, in *hits on score*, the seed's *improved*). "
+                 "Where a rule and Shortlist's disagree, the exact McNemar test compares the specs only one of them "
+                 "got right, Holm-adjusted across the comparisons; *best possible* is what the commitment, before "
+                 "training, said each comparison could reach.",
+        "power": ("Before any training, from the commitment alone: the judged specs each comparator predicts "
+                  "differently from the rule (the only specs that can tell them apart), and the exact p were every "
+                  "one of them to go the rule's way, raw and Holm-adjusted. A comparison with no such spec cannot "
+                  "come out either way. " + ("This run did not record it: it is computed now from its commitment."
+                                             if "power" not in report.body.get("analysis", {}) else "")),
+        "sides": "The rule is tested on both sides: of the judged specs it calls \"improves\", how many really "
+                 "learned (precision); of those it calls \"too hard\", how many learned anyway (its miss rate).",
+        "correlations": "Spearman's ρ between each screening signal and the measured gain, across families.",
+    }[section]
+
+
+EXAMPLES = 3  # answers shown per family, before and after
