@@ -29,7 +29,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from shortlist import provenance
-from proof import settings as settings_, train  # noqa: E402
+from proof import fast_grpo, settings as settings_, train, trl_internals  # noqa: E402
 from shortlist import sources as families  # noqa: E402
 from shortlist.generation import sampling
 from shortlist import scoring
@@ -123,7 +123,7 @@ def grpo_seconds_per_step(model_name: str, fast: bool, warmup: int, measured: in
                      args=train.grpo_config(s, out_dir), train_dataset=dataset, callbacks=[Clock()],
                      peft_config=LoraConfig(r=s.lora_r, lora_alpha=s.lora_alpha, target_modules="all-linear",
                                             task_type="CAUSAL_LM"))
-    trainer = train.fast_trainer(engine=sampling.InferenceCopy(loaded.model), **arguments) if fast \
+    trainer = trl_internals.fast_trainer(fast_grpo.InferenceCopy(loaded.model), fast_grpo.generate, **arguments) if fast \
         else GRPOTrainer(**arguments)
     trainer.remove_callback(PrinterCallback)
     started = time.perf_counter()

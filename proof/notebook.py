@@ -20,11 +20,10 @@ def start(namespace: dict) -> settings_.Settings:
     # tqdm.auto, which transformers imports, warns in a Jupyter kernel without ipywidgets that it cannot
     # draw widget bars; every progress bar is off in this project, so it would only add noise to each notebook
     warnings.filterwarnings("ignore", message="IProgress not found")
-    values = {name: namespace[name] for name in settings_.names() if name in namespace}
-    out = values.get("out")  # an empty out is refused by make(), not taken for the repository root
+    out = namespace.get("out")  # an empty out is refused by make(), not taken for the repository root
     if isinstance(out, str) and out.strip() and not Path(out).expanduser().is_absolute():
-        values["out"] = str(ROOT / values["out"])
-    return settings_.make(**values)
+        namespace = {**namespace, "out": str(ROOT / out)}
+    return settings_.from_namespace(namespace)
 
 
 def keep(settings: settings_.Settings, name: str, family: str | None = None) -> Path | None:

@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from proof import commit, evaluate, files, records, stats, trl_internals
+from proof import commit, evaluate, fast_grpo, files, records, stats, trl_internals
 from proof.records import Evaluation, FamilyResult
 from proof.settings import Settings
 from shortlist import audit, output, provenance, scoring, sources
@@ -79,17 +79,6 @@ def reward_function(scorer: scoring.Scorer, family: Family, trainee: Trainee):
         texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]
         return scorer.score(family, seed, [trainee.clean(t) for t in texts])
     return reward
-
-
-def _generate(model, prompt_ids, config, max_new_tokens: int, pad_id: int, eos: list[int]):
-    """GRPO's completions from the fast engine on a merged copy of the model: TRL's own
-    generation_config with only the engine fields changed, so the samples come from the same
-    distribution. None where the engine is off in this process (TRL's own generation serves)."""
-    if engine.gate():
-        return None
-    config.update(cache_implementation="static", disable_compile=False,
-                  max_cache_len=sampling.cache_length(prompt_ids, max_new_tokens))
-    return sampling.generate_ids(model, prompt_ids, config, len(prompt_ids), pad_id, eos)
 
 
 @dataclass
@@ -281,7 +270,8 @@ def train(loaded: sampling.Loaded, settings: Settings, family: Family, rows: lis
         f"trl ({trl_internals.gate() or 'fast off'})"
     with renamed_alias():
         if books.trainer == "fast":  # the copy is taken before PEFT injects its layers into the model
-            trainer = trl_internals.fast_trainer(sampling.InferenceCopy(loaded.model), _generate, **arguments)
+            trainer = trl_internals.fast_trainer(fast_grpo.InferenceCopy(loaded.model), fast_grpo.generate,
+                                                 **arguments)
         else:
             trainer = GRPOTrainer(**arguments)
         trainer.remove_callback(PrinterCallback)  # the bookkeeper logs a short line instead of every metric
@@ -379,10 +369,10 @@ def evaluate_before(run: Run, log=print) -> Evaluation:
         run.books.scoring = _plus(run.books.scoring, stored["scoring"])
         run.books.engine["before"] = stored["engine"]
     else:
-        started, counts = time.perf_counter(), _counts(run.scorer, run.family.key)
+        started, counts, mark = time.perf_counter(), _counts(run.scorer, run.family.key), engine.mark()
         run.before = evaluate.evaluate(run.sampler(), run.scorer, run.family, run.tasks["eval"])
         seconds, spent = time.perf_counter() - started, _plus(_counts(run.scorer, run.family.key), counts, -1)
-        run.books.timings["eval_before_s"], run.books.engine["before"] = seconds, engine.status()
+        run.books.timings["eval_before_s"], run.books.engine["before"] = seconds, engine.status(since=mark)
         run.books.scoring = _plus(run.books.scoring, spent)
         files.write_json(path, {"predictions_sha256": run.sha, "evaluation": run.before.as_dict(), "seconds": seconds,
                                 "scoring": spent, "engine": run.books.engine["before"]})
@@ -396,9 +386,10 @@ def train_family(run: Run, log=print) -> list[dict]:
     if run.done:
         return list(run.done.reward_curve)
     sampling.release(run.loaded.model)  # the evaluation's cache: memory training needs on a T4
+    mark = engine.mark()
     run.trained, run.history = train(run.loaded, run.settings, run.family, run.tasks["train"], run.scorer,
                                      str(run.work / "checkpoints"), run.books, log)
-    run.books.engine["train"] = engine.status() | {"trainer": run.books.trainer}
+    run.books.engine["train"] = engine.status(since=mark) | {"trainer": run.books.trainer}
     # the base model PEFT wrapped is not used again (with fast on, the trained model is another copy:
     # ~2.2 GB at 0.6B in fp32); dropping it lets release() give its memory back before evaluation
     run.loaded.model = run.trained
@@ -409,11 +400,11 @@ def train_family(run: Run, log=print) -> list[dict]:
 def evaluate_after(run: Run, log=print) -> Evaluation:
     if run.done:
         return run.done.after
-    started, counts = time.perf_counter(), _counts(run.scorer, run.family.key)
+    started, counts, mark = time.perf_counter(), _counts(run.scorer, run.family.key), engine.mark()
     run.after = evaluate.evaluate(run.sampler(run.trained), run.scorer, run.family, run.tasks["eval"])
     run.books.timings["eval_after_s"] = time.perf_counter() - started
     run.books.scoring = _plus(run.books.scoring, _plus(_counts(run.scorer, run.family.key), counts, -1))
-    run.books.engine["after"] = engine.status()
+    run.books.engine["after"] = engine.status(since=mark)
     log(f"{run.family.key}: after training, accuracy {run.after.accuracy:.3f}, mean score {run.after.mean_score:.3f}")
     return run.after
 

@@ -44,6 +44,14 @@ def gate() -> str | None:
     return None
 
 
+PEFT_PREFIX, COMPILED_PREFIX = "base_model.model.", "_orig_mod."  # PEFT's wrapper, torch.compile's wrapper
+
+
+def plain_name(name: str) -> str:
+    """A module's name in the trained (PEFT-wrapped, perhaps compiled) model, as the plain model names it."""
+    return name.removeprefix(COMPILED_PREFIX).removeprefix(PEFT_PREFIX)
+
+
 def one_gpu(config) -> None:
     """Train on the first GPU a process sees, never through nn.DataParallel."""
     config._n_gpu = min(config.n_gpu, 1)
@@ -51,7 +59,7 @@ def one_gpu(config) -> None:
 
 def fast_trainer(engine_copy, generate, **kwargs):
     """A GRPOTrainer whose generation runs generate(model, prompt_ids, config, pad_id, eos) on
-    engine_copy (a sampling.InferenceCopy of the model, synced once per step), with the trainer's own
+    engine_copy (a fast_grpo.InferenceCopy of the model, synced once per step), with the trainer's own
     generation_config changed only in its engine fields. Where TRL's own path is needed (vLLM,
     continuous batching, images), TRL's own runs."""
     from trl import GRPOTrainer

@@ -85,14 +85,23 @@ def usable(model) -> str | None:
     return gate() or hf_internals.check(model)
 
 
-def status() -> dict:
-    """Which engine served this process's static-cache requests, and why; the self-checks it made."""
-    if not _state["requested"]:
+def mark() -> dict:
+    """Where this process's engine record stands now: status(since=mark()) covers only what comes after."""
+    return {"checks": len(_state["checks"]), "requested": _state["requested"], "served": _state["served"]}
+
+
+def status(since: dict | None = None) -> dict:
+    """Which engine served this process's static-cache requests (since a mark(): one phase's), and why;
+    the self-checks made meanwhile. A fallback, once taken, holds for the rest of the process."""
+    since = since or {"checks": 0, "requested": 0, "served": 0}
+    requested, served = _state["requested"] - since["requested"], _state["served"] - since["served"]
+    if not requested:
         why = "fast off: nothing asked for the static engine"
     else:
-        why = gate() or (None if _state["served"] else "a logits processor the static loop cannot run")
+        why = gate() or (None if served else "a logits processor the static loop cannot run")
     engine = "generate" if why else "static"
-    return {"engine": engine, "why": why, "transformers": transformers.__version__, "checks": list(_state["checks"])}
+    return {"engine": engine, "why": why, "transformers": transformers.__version__,
+            "checks": list(_state["checks"][since["checks"]:])}
 
 
 def reset() -> None:

@@ -10,10 +10,11 @@ engine off outside the releases it was verified on, and tests/test_hf_internals.
 a version whose internals changed.
 
 The engine's static cache per model lives here, in a weak map, not as an attribute parked on the
-model: a model copied for GRPO's generation (sampling.InferenceCopy) must not share it. The longest
+model: a model copied for GRPO's generation (proof/fast_grpo.InferenceCopy) must not share it. The longest
 cache length asked for is transformers' own memo on the model (_previous_max_cache_length), which
 generate() sizes its caches by too. NOT_COPIED lists what transformers parks on a model that a copy
-must not take (a compiled forward is bound to the model it was compiled for).
+must not take (a compiled forward is bound to the model it was compiled for): plain_copy() leaves it.
+A hub model's revision is the commit its config was loaded from (config._commit_hash): revision().
 """
 from __future__ import annotations
 
@@ -25,6 +26,21 @@ METHODS = ("_prepare_generation_config", "_get_logits_processor", "get_compiled_
            "_valid_auto_compile_criteria")
 NOT_COPIED = ("_compiled_call", "_last_compile_config")
 _caches: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # model -> ((rows, length), StaticCache)
+
+
+def revision(config) -> str | None:
+    """The hub commit a config (and its model) was loaded from; None for a local folder."""
+    return getattr(config, "_commit_hash", None)
+
+
+def plain_copy(model):
+    """A deep copy of a model without what transformers parks on it for generate() (NOT_COPIED)."""
+    import copy
+    kept = {name: model.__dict__.pop(name) for name in NOT_COPIED if name in model.__dict__}
+    try:
+        return copy.deepcopy(model)
+    finally:
+        model.__dict__.update(kept)
 
 
 def check(model) -> str | None:

@@ -9,9 +9,8 @@ cannot leak in on one side only. tests/test_sampling.py builds both and compares
 The fast engine changes how tokens are computed, never which distribution they come from: a
 static KV cache whose decode step replays as a CUDA graph on a GPU (engine.decode_static, which
 checks itself against generate() and steps aside where it disagrees), and batches padded to one
-shape so that it compiles once. Only the engine fields of the config differ (ENGINE_FIELDS). For
-GRPO, InferenceCopy keeps a plain copy of the model being trained, with the LoRA weights merged in
-place each step.
+shape so that it compiles once. Only the engine fields of the config differ (ENGINE_FIELDS). GRPO's
+own use of the engine (a merged copy of the model being trained) is the proof's: proof/fast_grpo.py.
 
 Every sample is also read for degeneration: cut at max_new_tokens (clipped), or dominated by one
 repeated token (repetitive), so a broken engine or a collapsed model shows in every table.
@@ -61,7 +60,7 @@ def load(name: str, on: str | None = None) -> Loaded:
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(on or device())
     model.eval()
     prepare(model, tokenizer)
-    revision = tiny.fingerprint(tiny.path()) if name == tiny.NAME else getattr(model.config, "_commit_hash", None)
+    revision = tiny.fingerprint(tiny.path()) if name == tiny.NAME else hf_internals.revision(model.config)
     return Loaded(model, tokenizer, {"name": name, "path": path, "revision": revision})
 
 
@@ -239,39 +238,3 @@ class Sampler:
     def complete(self, questions: list[str], k: int = 1, greedy: bool = False) -> list[list[str]]:
         """k completions per question (decoded, special tokens skipped), k consecutive copies per prompt."""
         return self.sample(questions, k, greedy).texts
-
-
-class InferenceCopy:
-    """A plain copy of a model that GRPO trains with LoRA, kept equal to the adapted model.
-
-    Generating through the PEFT model runs every LoRA layer as extra small kernels; this copy runs
-    W + scale * B @ A as one weight. sync() writes the merged weights in place, so a compiled
-    engine (CUDA graphs hold pointers) sees them without recompiling. Only LoRA-adapted weights
-    change during training, so only those are copied."""
-
-    def __init__(self, model):
-        import copy
-        kept = {name: model.__dict__.pop(name) for name in hf_internals.NOT_COPIED if name in model.__dict__}
-        try:
-            self.model = copy.deepcopy(model).eval()
-        finally:
-            model.__dict__.update(kept)
-        for p in self.model.parameters():
-            p.requires_grad_(False)
-
-    @torch.no_grad()
-    def sync(self, peft_model) -> int:
-        """Copy the merged weights of every LoRA layer; returns how many were copied."""
-        from peft.tuners.lora import LoraLayer
-        targets = dict(self.model.named_modules())
-        copied = 0
-        for name, module in peft_model.named_modules():
-            if isinstance(module, LoraLayer) and hasattr(module, "base_layer"):
-                target = targets[name.removeprefix("_orig_mod.").removeprefix("base_model.model.")]
-                merged = module.base_layer.weight.detach().clone()
-                for adapter in module.active_adapters:
-                    if adapter in module.lora_A:
-                        merged += module.get_delta_weight(adapter).to(merged.dtype)
-                target.weight.copy_(merged)
-                copied += 1
-        return copied

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from proof import settings as settings_
-from proof import train, trl_internals
+from proof import fast_grpo, train, trl_internals
 from shortlist.generation import sampling
 
 SMOKE = settings_.make("smoke").profile  # the qwen3 profile at 16 new tokens, on the tiny model
@@ -75,7 +75,7 @@ def fast_and_trl(tmp_path_factory):
     loaded = sampling.load("tiny")
     s = settings_.make("smoke")
     trainer = trl_internals.fast_trainer(
-        sampling.InferenceCopy(loaded.model), train._generate, model=loaded.model, processing_class=loaded.tokenizer,
+        fast_grpo.InferenceCopy(loaded.model), fast_grpo.generate, model=loaded.model, processing_class=loaded.tokenizer,
         reward_funcs=[lambda completions, **_: [0.0] * len(completions)],
         args=train.grpo_config(s, str(tmp_path_factory.mktemp("grpo"))),
         train_dataset=Dataset.from_list([{"prompt": s.profile.messages("1 + 1 = ?"), "seed": 0}] * 8),

@@ -126,13 +126,13 @@ def test_a_longer_static_cache_draws_the_same_samples():
     assert lengths[0] < lengths[1] == 512 and draws[0] == draws[1]
 
 
-def test_an_inference_copy_takes_neither_the_compiled_forward_nor_the_cache(tiny_model):
+def test_a_plain_copy_takes_neither_the_compiled_forward_nor_shares_weights(tiny_model):
     model = tiny_model.model
     model._compiled_call = model.__call__  # what a compiled generate() leaves on the model
     try:
-        copy = sampling.InferenceCopy(model).model
+        copy = hf_internals.plain_copy(model)
         assert "_compiled_call" not in copy.__dict__ and model.__dict__["_compiled_call"] == model.__call__
-        assert all(not p.requires_grad for p in copy.parameters())
         assert next(copy.parameters()).data_ptr() != next(model.parameters()).data_ptr()
+        assert torch.equal(next(copy.parameters()), next(model.parameters()))
     finally:
         del model._compiled_call
