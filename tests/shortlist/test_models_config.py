@@ -19,8 +19,11 @@ def test_a_real_model_without_a_gpu_is_one_line_with_the_step_to_take(monkeypatc
         models.check_device("/models/smollm2")
 
 
-def test_with_a_gpu_any_model_may_train(monkeypatch):
+def test_with_a_gpu_any_model_may_train_and_without_one_it_is_refused(monkeypatch):
     import torch
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.delenv(models.CPU_OK, raising=False)
-    models.check_device("Qwen/Qwen3-0.6B")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(models.ModelError, match="GPU"):
+        models.check_device("Qwen/Qwen3-0.6B")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert models.check_device("Qwen/Qwen3-0.6B") is None  # the same model, once there is a GPU

@@ -70,6 +70,12 @@ def test_chat_template_takes_enable_thinking(small):
 def test_loads_with_qwen3s_generation_config_and_samples(small):
     g = small.model.generation_config
     assert (g.top_k, g.top_p, g.temperature, g.eos_token_id) == (20, 0.95, 0.6, [151645, 151643])
-    torch.manual_seed(0)
-    out = sampling.Sampler(small, trainee.QWEN3.replace(max_new_tokens=8)).complete(["What is 1 + 1?"], k=2)
-    assert len(out) == 1 and len(out[0]) == 2 and all(isinstance(t, str) for t in out[0])
+    sampler = sampling.Sampler(small, trainee.QWEN3.replace(max_new_tokens=8))
+    used = sampling.generation_config(small.model, small.tokenizer, sampler.trainee)
+    assert (used.top_k, used.top_p, used.temperature) == (0, 1.0, 1.0)  # GRPO's, not the model's own
+    draws = []
+    for seed in (0, 0, 1):
+        torch.manual_seed(seed)
+        draws.append(sampler.complete(["What is 1 + 1?"], k=2))
+    assert draws[0] == draws[1] and len(draws[0][0]) == 2  # the same seed draws the same samples
+    assert draws[0] != draws[2]  # at temperature 1 over 151,936 tokens, another seed draws others
