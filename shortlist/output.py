@@ -34,6 +34,12 @@ FULL = (errno.ENOSPC, errno.EDQUOT)
 FULL_WORDS = ("No space left on device", "Disk quota exceeded", "StorageFull", "QuotaExceeded", "file write failed")
 
 
+def cache_root() -> Path:
+    """The machine's own folder for what Shortlist builds once and reuses (SHORTLIST_CACHE, else
+    ~/.cache/shortlist): the tiny models, the Ray worker folders. Never under a run's --out."""
+    return Path(os.environ.get("SHORTLIST_CACHE") or Path.home() / ".cache" / "shortlist")
+
+
 def disk_full(e: BaseException) -> bool:
     """Whether an exception, or one it was raised from or during, is a full disk."""
     seen = set()

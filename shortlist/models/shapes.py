@@ -23,7 +23,6 @@ Its completions mean nothing: it measures, it does not answer.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from shortlist import output
@@ -51,8 +50,7 @@ CORPUS_SEEDS = range(10_000_000, 10_000_050)  # far from every seed range the pr
 
 
 def path() -> Path:
-    root = Path(os.environ.get("SHORTLIST_CACHE", Path.home() / ".cache" / "shortlist"))
-    return root / f"{NAME}-v{VERSION}"
+    return output.cache_root() / f"{NAME}-v{VERSION}"
 
 
 def ensure(dest: Path | None = None, **build_options) -> Path:

@@ -1,4 +1,6 @@
 """The fast engine's contract: it equals generate() or steps aside, says so, and is recorded."""
+import types
+
 import pytest
 import torch
 
@@ -58,18 +60,30 @@ def test_a_broken_engine_falls_back_is_recorded_and_gives_the_reference_results(
     assert err.count("shortlist: the fast engine's greedy tokens differed") == 1 and len(err.strip().splitlines()) == 1
 
 
-# Four more: 8 rows, whose greedy answers (tiny) are '<answer>', one number token, '</answer>', eos; the
-# number is 25 ('5') in the first row only, 604 ('10') in three rows
+# Four more, 8 rows. Where a test plants a tie it plants it relative to the tokens the reference
+# actually picks on this machine (tiny's greedy answers differ between processors and builds), at
+# STEP in chosen rows, so each asserts the check's behaviour rather than tiny's exact completions.
 EIGHT = QUESTIONS + [f"State the final answer to the following arithmetic problem: {a} + {b} =" for a, b in
                      [(9, 9), (2, 8), (6, 1), (4, 4)]]
-FIVE, TEN, SPARE = 25, 604, 2047  # SPARE: a token above both that tiny never answers with
+STEP = 1  # each row's second token (after tiny's '<answer>'): a step the engine decodes, not the prefill
+
+
+def spare(picks: list[list[int]], vocab: int) -> int:
+    """A token above every planted pick that the reference never picks: at an exact tie argmax keeps
+    the lower id, so the reference keeps its own pick and only a nudged engine takes the spare one."""
+    used = {t for row in picks for t in row}
+    token = max(t for t in range(vocab) if t not in used)
+    assert all(row[STEP] < token for row in picks), "no spare token above the picks at STEP"
+    return token
 
 
 @pytest.fixture
 def fast_only(tiny_model, monkeypatch):
     """Hooks on tiny's lm_head for the duration of a test; each is told whether the fast engine is
-    the one running (decode_static), so a test can make the two decoders compute different logits."""
-    running = {"fast": False}
+    the one running (decode_static) and the decode step, so a test can make the two decoders
+    compute different logits where it wants. Yields install, picks and vocab: picks are the reference's
+    greedy tokens for EIGHT on this machine, each row up to and including its end."""
+    running = {"fast": False, "step": -1}
     real = engine.decode_static
 
     def flagged(*args, **kw):
@@ -79,32 +93,58 @@ def fast_only(tiny_model, monkeypatch):
         finally:
             running["fast"] = False
     monkeypatch.setattr(engine, "decode_static", flagged)
-    handles = []
+
+    def count(module, args, kwargs):  # the prefill (the whole prompt) is step 0, each token after one more
+        ids = kwargs["input_ids"] if "input_ids" in kwargs else args[0]
+        running["step"] = 0 if ids.shape[-1] > 1 else running["step"] + 1
+    handles = [tiny_model.model.register_forward_pre_hook(count, with_kwargs=True)]
 
     def install(hook):
         handles.append(tiny_model.model.lm_head.register_forward_hook(
-            lambda module, args, logits: hook(logits.clone(), running["fast"])))
-    yield install
+            lambda module, args, logits: hook(logits.clone(), running["fast"], running["step"])))
+
+    seen = []
+    install(lambda logits, fast, step: seen.append(logits[:, -1].argmax(-1).tolist()) or logits)
+    sampler(tiny_model, False, batch_size=8).complete(EIGHT, greedy=True)
+    handles.pop().remove()
+    engine.reset()
+    ends = set(tiny_model.model.generation_config.eos_token_id or []) | {tiny_model.model.config.eos_token_id}
+    picks = []
+    for row in zip(*seen):
+        end = next((i for i, t in enumerate(row) if t in ends), len(row) - 1)
+        picks.append(list(row[:end + 1]))
+    assert all(len(row) > STEP for row in picks), "tiny ended a row before STEP"
+    yield types.SimpleNamespace(install=install, picks=picks, vocab=tiny_model.model.config.vocab_size)
     for handle in handles:
         handle.remove()
 
 
-def plant_tie(install, token: int, nudge: float, gap: float = 0.0, lower: float = 0.0):
-    """Logits where SPARE is always gap margins below token in both decoders (at gap 0 the
-    reference's argmax keeps the lower id, token), and the fast engine's SPARE is nudge margins
-    higher and its token lower margins lower, so that it picks SPARE where it outscores token."""
-    def hook(logits, fast):
-        margin = engine.TIE_RELATIVE * logits.abs().amax(-1)
-        logits[..., SPARE] = logits[..., token] - gap * margin
-        if fast:
-            logits[..., SPARE] += nudge * margin
-            logits[..., token] -= lower * margin
+def plant_tie(planting, rows, nudge: float, gap: float = 0.0, lower: float = 0.0) -> int:
+    """Logits where, at STEP in rows, a spare token is always gap margins below the row's best in
+    both decoders (at gap 0 the reference keeps its own pick, the lower id), and the fast engine's
+    spare token is nudge margins higher and its best lower margins lower, so that it picks the
+    spare one where it outscores the best. Returns the spare token."""
+    token = spare(planting.picks, planting.vocab)
+
+    def hook(logits, fast, step):
+        if step != STEP:
+            return logits
+        for row in rows:
+            scores = logits[row]  # (positions, vocab); the last position is the one picked from
+            margin = engine.TIE_RELATIVE * scores.abs().amax(-1)
+            best = scores.masked_fill(torch.arange(scores.shape[-1]) == token, float("-inf")).argmax(-1, keepdim=True)
+            scores[..., token] = scores.gather(-1, best).squeeze(-1) - gap * margin
+            if fast:
+                scores[..., token] += nudge * margin
+                scores.scatter_add_(-1, best, -lower * margin[..., None])
         return logits
-    install(hook)
+    planting.install(hook)
+    return token
 
 
 def test_a_near_tie_is_recorded_and_counted_and_the_engine_keeps_serving(tiny_model, fast_only):
-    plant_tie(fast_only, FIVE, nudge=0.25)  # within the margin: what fp32 rounding can do
+    picks = fast_only.picks
+    plant_tie(fast_only, [0], nudge=0.25)  # within the margin: what fp32 rounding can do
     reference = sampler(tiny_model, False, batch_size=8).complete(EIGHT, greedy=True)
     fast = sampler(tiny_model, True, batch_size=8).complete(EIGHT, greedy=True)
     assert fast[1:] == reference[1:] and fast[0] != reference[0]  # served by the engine, the tie resolved its way
@@ -113,13 +153,14 @@ def test_a_near_tie_is_recorded_and_counted_and_the_engine_keeps_serving(tiny_mo
     check, = status["checks"]
     assert check["passed"] and (check["identical_rows"], check["tied_rows"], check["differing_rows"]) == (7, 1, 0)
     tie, = check["ties"]
-    assert (tie["row"], tie["step"], tie["gap"]) == (0, 1, 0.0) and 0 < tie["margin"] < 1e-2
-    assert check["compared_tokens"] == 7 * 4 + 1  # the tied row counts up to its tie: '<answer>'
+    assert (tie["row"], tie["step"], tie["gap"]) == (0, STEP, 0.0) and 0 < tie["margin"] < 1e-2
+    assert check["compared_tokens"] == sum(map(len, picks[1:])) + STEP  # the tied row counts up to its tie
     assert check["max_drift"] < engine.TIE_RELATIVE / 100  # where tokens agree the logits agree far more closely
 
 
 def test_where_the_reference_is_indifferent_but_the_engine_computes_otherwise_it_fails(tiny_model, fast_only):
-    plant_tie(fast_only, FIVE, nudge=4)  # the reference ties exactly; the engine is off by four margins
+    picks = fast_only.picks
+    token = plant_tie(fast_only, [0], nudge=4)  # the reference ties exactly; the engine is off by four margins
     assert sampler(tiny_model, True, batch_size=8).complete(EIGHT, greedy=True) == \
         sampler(tiny_model, False, batch_size=8).complete(EIGHT, greedy=True)
     status = engine.status()
@@ -127,39 +168,40 @@ def test_where_the_reference_is_indifferent_but_the_engine_computes_otherwise_it
     check, = status["checks"]
     assert not check["passed"] and check["tied_rows"] == 0
     assert [(d["row"], d["step"], d["gap"], d["ours"], d["theirs"]) for d in check["differences"]] == \
-        [(0, 1, 0.0, SPARE, FIVE)]
+        [(0, STEP, 0.0, token, picks[0][STEP])]
 
 
 def test_where_the_reference_is_not_indifferent_a_close_engine_still_fails(tiny_model, fast_only):
-    # the reference prefers '5' by 1.5 margins; the engine's two scores are each 0.8 margins off, the
-    # most a tie allows, in the direction that flips its pick: a difference the reference would not make
-    plant_tie(fast_only, FIVE, nudge=0.8, gap=1.5, lower=0.8)
+    # the reference prefers its pick by 1.5 margins; the engine's two scores are each 0.8 margins off,
+    # the most a tie allows, in the direction that flips its pick: a difference the reference would not make
+    plant_tie(fast_only, [0], nudge=0.8, gap=1.5, lower=0.8)
     sampler(tiny_model, True, batch_size=8).complete(EIGHT, greedy=True)
     check, = engine.status()["checks"]
     assert engine.status()["engine"] == "generate" and not check["passed"] and check["tied_rows"] == 0
     difference, = check["differences"]
-    assert (difference["row"], difference["step"]) == (0, 1) and difference["disagreement"] <= difference["margin"]
+    assert (difference["row"], difference["step"]) == (0, STEP) and difference["disagreement"] <= difference["margin"]
     assert difference["gap"] == pytest.approx(1.5 * difference["margin"], rel=1e-3)
 
 
 def test_a_token_the_engine_itself_ranks_lower_fails_even_within_the_margin(tiny_model, fast_only, monkeypatch):
-    plant_tie(fast_only, FIVE, nudge=0, gap=0.5)  # both decoders: '5' half a margin above SPARE
+    token = plant_tie(fast_only, [0], nudge=0, gap=0.5)  # both decoders: the pick half a margin above
     flagged = engine.decode_static
 
-    def swapped(*args, **kw):  # ... and the engine emits SPARE all the same, where its scores say '5'
+    def swapped(*args, **kw):  # ... and the engine emits the spare token all the same, where its scores say not
         out = flagged(*args, **kw)
-        return [[SPARE if token == FIVE else token for token in row] for row in out]
+        out[0][STEP] = token
+        return out
     monkeypatch.setattr(engine, "decode_static", swapped)
     sampler(tiny_model, True, batch_size=8).complete(EIGHT, greedy=True)
     check, = engine.status()["checks"]
     assert engine.status()["engine"] == "generate" and check["tied_rows"] == 0
     difference, = check["differences"]
-    assert (difference["row"], difference["step"], difference["ours"]) == (0, 1, SPARE)
+    assert (difference["row"], difference["step"], difference["ours"]) == (0, STEP, token)
     assert difference["gap"] <= difference["margin"] and difference["disagreement"] < difference["margin"] / 100
 
 
 def test_ties_in_more_than_a_quarter_of_the_rows_fail(tiny_model, fast_only):
-    plant_tie(fast_only, TEN, nudge=0.25)  # each one a tie, but in 3 of 8 rows
+    plant_tie(fast_only, [2, 3, 7], nudge=0.25)  # each one a tie, but in 3 of 8 rows
     sampler(tiny_model, True, batch_size=8).complete(EIGHT, greedy=True)
     status = engine.status()
     assert status["engine"] == "generate" and "at near-ties in 3 of 8 rows, more than the 25%" in status["why"]
@@ -168,11 +210,11 @@ def test_ties_in_more_than_a_quarter_of_the_rows_fail(tiny_model, fast_only):
 
 
 def test_a_wrong_logit_with_a_clear_margin_fails(tiny_model, fast_only):
-    def wrong(logits, fast):  # the fast engine's '8' a tenth of the logit scale too high
+    def wrong(logits, fast, step):  # the fast engine's '8' a tenth of the logit scale too high
         if fast:
             logits[..., 28] += 0.1 * logits.abs().amax(-1)
         return logits
-    fast_only(wrong)
+    fast_only.install(wrong)
     sampler(tiny_model, True, batch_size=8).complete(EIGHT, greedy=True)
     status = engine.status()
     check, = status["checks"]
@@ -204,11 +246,11 @@ def test_a_shifted_position_fails(tiny_model, monkeypatch):
 
 
 def test_garbage_logits_fail(tiny_model, fast_only):
-    def garbage(logits, fast):  # the fast engine's first row computes NaN
+    def garbage(logits, fast, step):  # the fast engine's first row computes NaN
         if fast:
             logits[0] = float("nan")
         return logits
-    fast_only(garbage)
+    fast_only.install(garbage)
     sampler(tiny_model, True, batch_size=8).complete(EIGHT, greedy=True)
     check, = engine.status()["checks"]
     assert engine.status()["engine"] == "generate" and not check["passed"] and check["identical_rows"] == 7
