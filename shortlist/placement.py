@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
+from shortlist import mps as mps_
 from shortlist import output
 from shortlist.errors import OneLine, one_line
 
@@ -205,6 +206,7 @@ class Placement:
     job_gib: float | None = None  # auto: a job's peak GPU memory, declared
     address: str = "auto"  # ray: the cluster, auto or HOST:PORT
     cpus_per_job: float | None = None  # ray, a cluster of CPUs: what a job asks for instead of a GPU
+    mps: bool = False  # local: jobs sharing a GPU run through a CUDA MPS daemon of the run's own (shortlist/mps.py)
 
     def __post_init__(self):
         if self.executor not in ("local", "ray"):
@@ -221,6 +223,8 @@ class Placement:
                                  f"for --per-gpu auto")
         if self.executor == "local" and (self.address != "auto" or self.cpus_per_job is not None):
             raise PlacementError("--address and --cpus-per-job go with --executor ray")
+        if self.mps and self.executor != "local":
+            raise PlacementError("--mps is for the local executor; on a Ray cluster start MPS on each node")
         if self.cpus_per_job is not None and not (math.isfinite(self.cpus_per_job) and self.cpus_per_job > 0):
             raise PlacementError(f"--cpus-per-job {self.cpus_per_job}: give a positive number of CPUs")
         if not self.address.strip():
@@ -234,9 +238,11 @@ class Placement:
         if self.executor == "ray":
             return RayExecutor(self.address, self.per_gpu, self.cpus_per_job, log)
         gpus = visible_gpus()
+        if self.mps and not gpus:
+            raise PlacementError("--mps: no GPU is visible here (CUDA_VISIBLE_DEVICES); run without --mps")
         counts = auto(gpus, self.job_gib, list(peaks()), log) if self.per_gpu == "auto" else \
             {gpu: self.per_gpu for gpu in gpus}
-        return Local(counts)
+        return Local(counts, mps_.Service().start() if self.mps else None)
 
 
 def add_arguments(parser) -> None:
@@ -248,6 +254,9 @@ def add_arguments(parser) -> None:
                         "free memory holds at the per-job peak (--job-gib, or the largest recorded in --out)")
     g.add_argument("--job-gib", type=float, help="--per-gpu auto: a job's peak GPU memory, declared, in GiB")
     g.add_argument("--address", default="auto", help="--executor ray: the cluster's head, auto or HOST:PORT")
+    g.add_argument("--mps", action="store_true",
+                   help="local, with --per-gpu above 1: jobs sharing a GPU run side by side through a CUDA MPS "
+                        "daemon the run starts and stops (needs nvidia-cuda-mps-control); without it they take turns")
     g.add_argument("--cpus-per-job", type=float,
                    help="--executor ray on a cluster without GPUs: each job asks for this many CPUs instead")
 
@@ -255,7 +264,7 @@ def add_arguments(parser) -> None:
 def from_args(args) -> Placement:
     text = str(args.per_gpu).strip()
     per_gpu = text if text == "auto" else int(text) if text.isdigit() else text
-    return Placement(args.executor, per_gpu, args.job_gib, args.address, args.cpus_per_job)
+    return Placement(args.executor, per_gpu, args.job_gib, args.address, args.cpus_per_job, args.mps)
 
 
 def auto(gpus: list[str], job_gib: float | None, peaks: list, log=print) -> dict[str, int]:
@@ -322,7 +331,8 @@ class Local(Executor):
     """Jobs as processes of this machine: per_gpu[gpu] at once on each GPU; no GPU: one at a time."""
     name = "local"
 
-    def __init__(self, per_gpu: dict[str, int]):
+    def __init__(self, per_gpu: dict[str, int], mps: "mps_.Service | None" = None):
+        self.mps = mps  # the run's MPS daemon, stopped by close(); its clients are the GPU jobs
         # slot k of every GPU before slot k + 1 of any: fewer jobs than slots spread over the GPUs
         self.slots = [(gpu, n) for k in range(max(per_gpu.values(), default=0)) for gpu, n in per_gpu.items()
                       if k < n] or [(None, 1)]
@@ -333,6 +343,10 @@ class Local(Executor):
 
     def cpus_per_job(self) -> float:
         return (os.cpu_count() or 1) / len(self.slots)
+
+    def close(self) -> None:
+        if self.mps is not None:
+            self.mps.stop()
 
     def run(self, jobs, out, done=None, log=print):
         queue, running, ended = deque(jobs), {}, []
@@ -362,13 +376,14 @@ class Local(Executor):
     def _start(self, job: Job, slot: int, out, log):
         gpu, n = (None, 1) if job.alone else self.slots[slot]
         where = {"executor": "local", "node": socket.gethostname(), "slot": None if job.alone else slot + 1,
-                 "slots": len(self.slots), "gpu": gpu, "per_gpu": n if gpu is not None else None}
+                 "slots": len(self.slots), "gpu": gpu, "per_gpu": n if gpu is not None else None,
+                 "mps": gpu is not None and self.mps is not None}
         scratch = Path(tempfile.mkdtemp(prefix="shortlist-job-"))
         for name, data in job.files:
             (scratch / name).write_bytes(data)  # the job's own scratch, not the output folder
         env = dict(os.environ, PYTHONUNBUFFERED="1", **{WHERE: json.dumps(where)})
         if gpu is not None:
-            env |= {"CUDA_VISIBLE_DEVICES": gpu, PER_GPU: str(n)}
+            env |= {"CUDA_VISIBLE_DEVICES": gpu, PER_GPU: str(n), **(self.mps.env() if self.mps else {})}
         log(f"{job.name}: started{describe(where)}")
         proc = subprocess.Popen(command(job, Path(out), scratch, os.getpid()), env=env, stdin=subprocess.DEVNULL,
                                 start_new_session=True)  # a terminal's Ctrl-C reaches the batch, which stops it
@@ -636,7 +651,7 @@ class _Watch:
 def _worker_root() -> Path:
     """This node's own folder: a home shared between nodes (NFS) holds other nodes' live jobs, whose pids
     mean nothing here, so stale jobs are looked for among this host's only."""
-    root = Path(os.environ.get("SHORTLIST_CACHE", Path.home() / ".cache" / "shortlist")) / "ray" / socket.gethostname()
+    root = output.cache_root() / "ray" / socket.gethostname()
     (root / "jobs").mkdir(parents=True, exist_ok=True)
     return root
 
