@@ -84,7 +84,7 @@ def fast_and_trl(tmp_path_factory):
     with torch.no_grad():
         for name, p in trainer.model.named_parameters():
             if "lora_B" in name:
-                p.normal_(0, 0.3)
+                p.normal_(0, 3.0)  # far enough that greedy answers differ from the base model's, whichever tiny
     questions = [f"State the final answer to the following arithmetic problem: {a} + {b} =" for a, b in
                  [(1, 2), (3, 4), (12, 7), (5, 5)]]
     rows = [ids for ids in sampling.prompt_ids(loaded.tokenizer, s.profile, questions) for _ in range(8)]
