@@ -1,0 +1,163 @@
+"""Families per hour on one GPU: the same families, the same commitment, at several jobs per GPU.
+
+    python bench/throughput.py --model /root/smollm2 --trainee smollm2 --families "$(cat FAMILIES)" \
+        --modes 1,2,4,8,8mps --out /root/throughput --json bench/results/throughput.h200.json [--catalog 12]
+
+Each mode is `proof run --per-gpu N [--mps]` into a folder of its own (MODE = N, or N followed by
+"mps"). The first mode's commitment is copied into every other mode's folder before it starts, so all
+train from the very same predictions (the runner refuses a folder whose commitment differs). A mode
+that did not finish resumes when the command is given again (GPU sessions are short): finished
+families are kept, and the JSON is rewritten with every mode measured so far.
+
+Per mode: families per hour (finished families over the span from the first family's start to the
+last one's end), the median GRPO step, the most GPU memory used and the mean utilisation (nvidia-smi
+every 2 s), and results_equal: every family's before and after scores, task by task, equal to those
+of the mode with one job per GPU (MPS and sharing change where kernels run, never what GRPO samples
+or trains on; a difference is reported with the families it touches). --catalog N also times
+`shortlist screen --all --levels --per-gpu N` (catalog_wall_s, and how many families it reached).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from shortlist import output, provenance  # noqa: E402
+
+COMMITMENT = ("predictions.json", "predictions.sha256", "trainee.json")
+
+
+def mode_flags(mode: str) -> list[str]:
+    per_gpu = mode.removesuffix("mps")
+    if not per_gpu.isdigit():
+        raise SystemExit(f"--modes: {mode!r} is not N or Nmps")
+    return ["--per-gpu", per_gpu] + (["--mps"] if mode.endswith("mps") else [])
+
+
+class Gpu:
+    """nvidia-smi's memory used (GiB) and utilisation (%) every 2 s while a command runs."""
+
+    def __init__(self):
+        self.samples, self._stop = [], threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def _watch(self):
+        while not self._stop.wait(2.0):
+            try:
+                text = subprocess.run(["nvidia-smi", "--query-gpu=memory.used,utilization.gpu",
+                                       "--format=csv,noheader,nounits"], capture_output=True, text=True,
+                                      timeout=10).stdout
+                used, util = (float(x) for x in text.splitlines()[0].split(","))
+                self.samples.append((used / 1024, util))
+            except (OSError, ValueError, IndexError, subprocess.TimeoutExpired):
+                pass
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def summary(self) -> dict:
+        if not self.samples:
+            return {"gpu_mem_max_gib": None, "gpu_util_mean": None}
+        return {"gpu_mem_max_gib": round(max(m for m, _ in self.samples), 2),
+                "gpu_util_mean": round(statistics.mean(u for _, u in self.samples), 1)}
+
+
+def results(folder: Path) -> dict[str, dict]:
+    return {p.stem: output.read_json(p) for p in sorted((folder / "families").glob("*.json"))
+            if output.read_json(p).get("status") == "done"}
+
+
+def measure(folder: Path, base: dict[str, dict] | None) -> dict:
+    done = results(folder)
+    if not done:
+        return {"families": 0}
+    starts = [datetime.fromisoformat(r["started_at"]).timestamp() for r in done.values()]
+    ends = [datetime.fromisoformat(r["written_at"]).timestamp() for r in done.values()]
+    span = max(ends) - min(starts)
+    out = {"families": len(done), "span_s": round(span, 1),
+           "families_per_hour": round(len(done) * 3600 / span, 1) if span > 0 else None,
+           "median_step_s": round(statistics.median(r["timings"]["median_step_s"] for r in done.values()), 3)}
+    if base is not None:
+        common = sorted(set(done) & set(base))
+        differ = [k for k in common if (done[k]["before"]["scores"], done[k]["after"]["scores"]) !=
+                  (base[k]["before"]["scores"], base[k]["after"]["scores"])]
+        out |= {"compared": len(common), "results_equal": not differ and bool(common), "differing": differ}
+    return out
+
+
+def run(cmd: list[str], log: Path) -> tuple[int, float, dict]:
+    started = time.time()
+    with Gpu() as gpu, open(log, "a") as sink:
+        rc = subprocess.run(cmd, stdout=sink, stderr=subprocess.STDOUT).returncode
+    return rc, round(time.time() - started, 1), gpu.summary()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--trainee", default="smollm2")
+    ap.add_argument("--families", required=True, help="the families, as proof run takes them")
+    ap.add_argument("--modes", default="1,2,4,8,8mps", help="jobs per GPU, N or Nmps, the first the reference")
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--json", type=Path, required=True)
+    ap.add_argument("--catalog", type=int, help="also time the catalog at this --per-gpu")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="a protocol setting for every mode, as proof run takes it (a short check: steps=4)")
+    a = ap.parse_args()
+    modes = a.modes.split(",")
+    for mode in modes:
+        mode_flags(mode)
+    report = output.read_json(a.json) if a.json.exists() else {}
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip() or None
+    report |= {"command": " ".join(sys.argv), "commit": commit, "versions": provenance.versions(),
+               "device": provenance.device(), "modes": report.get("modes", {})}
+    first = a.out / modes[0]
+    for mode in modes:
+        folder = a.out / mode
+        folder.mkdir(parents=True, exist_ok=True)
+        if mode != modes[0] and (first / COMMITMENT[0]).exists():
+            for name in COMMITMENT:
+                if (first / name).exists() and not (folder / name).exists():
+                    shutil.copy2(first / name, folder / name)
+        cmd = [sys.executable, "-m", "proof", "run", "--model", a.model, "--trainee", a.trainee, "--families",
+               a.families, "--out", str(folder), *mode_flags(mode), *(x for kv in a.set for x in ("--set", kv))]
+        rc, wall, gpu = run(cmd, a.out / f"{mode}.log")
+        base = results(first) if mode != modes[0] else None
+        report["modes"][mode] = {"rc": rc, "wall_s": wall, **gpu, **measure(folder, base)}
+        if rc != 0:
+            print(f"{mode}: proof run exited {rc}; see {a.out / (mode + '.log')}", file=sys.stderr)
+        output.write_json(a.json, report)
+        print(mode, json.dumps(report["modes"][mode]), flush=True)
+    if a.catalog:
+        folder = a.out / f"catalog-{a.catalog}"
+        cmd = [sys.executable, "-m", "shortlist", "screen", "--all", "--levels", "--model", a.model, "--trainee",
+               a.trainee, "--out", str(folder), "--per-gpu", str(a.catalog)]
+        rc, wall, gpu = run(cmd, a.out / "catalog.log")
+        reached = len({r.get("family") for r in output.read_json(folder / "shortlist.json")}) \
+            if (folder / "shortlist.json").exists() else 0
+        report |= {"catalog_wall_s": wall, "catalog": {"rc": rc, "per_gpu": a.catalog, "families": reached, **gpu}}
+        output.write_json(a.json, report)
+    report["families_per_hour"] = {m: r.get("families_per_hour") for m, r in report["modes"].items()}
+    report["results_equal"] = {m: r.get("results_equal", (r.get("families", 0) > 0) if m == modes[0] else None)
+                               for m, r in report["modes"].items()}
+    output.write_json(a.json, report)
+    print(json.dumps({k: report[k] for k in ("families_per_hour", "results_equal")}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
