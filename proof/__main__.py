@@ -22,7 +22,7 @@ import sys
 
 from proof import settings as settings_
 from proof.commit import CommitError
-from shortlist import placement
+from shortlist import executors
 from proof.settings import SettingsError
 
 
@@ -44,16 +44,16 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--out", help="the output folder (default: the preset's)")
     run.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                      help=f"override a setting; settings: {', '.join(settings_.names())}")
-    placement.add_arguments(run)
+    executors.add_arguments(run)
     again = sub.add_parser("report", help="rebuild <out>/report.html from an output folder: no model, no GPU")
     again.add_argument("--out", required=True, help="a run's output folder (its predictions.json and results)")
     args = ap.parse_args(argv)
     if args.command == "report":
         from proof import runner
         try:
-            with placement.stop_on_signals():
+            with executors.stop_on_signals():
                 print(f"report: {runner.report_again(args.out)}")
-        except placement.Stopped as e:
+        except executors.Stopped as e:
             print(f"stopped by {e}: the report was not written; the same command builds it", file=sys.stderr)
             return e.code
         except (CommitError, SettingsError, RuntimeError) as e:
@@ -65,19 +65,19 @@ def main(argv: list[str] | None = None) -> int:
         overrides |= {k: v for k, v in (("families", args.families), ("out", args.out), ("model", args.model),
                                          ("trainee", args.trainee)) if v is not None}
         settings = settings_.make(args.preset, **overrides)
-        where = placement.from_args(args)
-    except (SettingsError, placement.PlacementError) as e:
+        where = executors.from_args(args)
+    except (SettingsError, executors.PlacementError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     from proof import runner
     try:
-        with placement.stop_on_signals():  # Ctrl-C, SIGTERM: every job stopped, the folder as a rerun resumes it
+        with executors.stop_on_signals():  # Ctrl-C, SIGTERM: every job stopped, the folder as a rerun resumes it
             outcome = runner.run(settings, where=where)
-    except placement.Stopped as e:
+    except executors.Stopped as e:
         print(f"stopped by {e}: nothing finished is lost; the same command resumes the run in {settings.out}",
               file=sys.stderr)
         return e.code
-    except placement.PlacementError as e:  # a Ray cluster that cannot take the jobs, before anything ran
+    except executors.PlacementError as e:  # a Ray cluster that cannot take the jobs, before anything ran
         print(f"error: {e}", file=sys.stderr)
         return 2
     except (CommitError, RuntimeError) as e:
@@ -91,4 +91,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    placement.exit(main())
+    executors.exit(main())

@@ -21,9 +21,10 @@ from pathlib import Path
 
 import nbformat
 
-from proof import commit, files, records
+from proof import checkpoint, commit, files, records
 from proof.settings import Settings
-from shortlist import placement, provenance, sources
+from shortlist import executors, provenance, sources
+from shortlist.executors import sizing
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 PREDICT, TRAIN, REPORT = "01_predict.ipynb", "02_train_family.ipynb", "03_report.ipynb"
@@ -63,7 +64,7 @@ def report_again(out) -> Path:
     known = set(settings_.names())
     committed_as = {"reserve": False} | {k: v for k, v in body["settings"].items() if k in known}  # before reserve: False
     settings = settings_.make(**committed_as, families=body["families"], trainee=body["trainee"], out=out)
-    with placement.one_run(out):  # not beside a run that is writing the same folder
+    with executors.one_run(out):  # not beside a run that is writing the same folder
         return build_report(settings, sha)
 
 
@@ -87,11 +88,11 @@ def execute(notebook: Path, dest: Path, parameters: dict) -> str | None:
     """Run one notebook with papermill in a job of its own, here, with every GPU this process sees (as
     Run All would); returns None, or why it failed (one line)."""
     job = notebook_job(notebook.name, notebook, dest, parameters, alone=True)
-    return finish(placement.Local({}).run([job], parameters["out"], log=lambda line: None)[0], dest)
+    return finish(executors.Local({}).run([job], parameters["out"], log=lambda line: None)[0], dest)
 
 
 def notebook_job(name: str, notebook: Path, dest: Path, parameters: dict, reads=(), writes=(), units=(),
-                 alone: bool = False) -> placement.Job:
+                 alone: bool = False) -> executors.Job:
     """A notebook executed by papermill (`python -m proof.runner`), as a job: the notebook and its
     parameters travel with it, and where it runs `out` is that machine's output folder. The executed
     notebook is written as it goes to a partial name beside dest (finish() renames it into place), so
@@ -100,12 +101,12 @@ def notebook_job(name: str, notebook: Path, dest: Path, parameters: dict, reads=
     partial.unlink(missing_ok=True)
     Path(dest).unlink(missing_ok=True)  # an earlier attempt's notebook is not this attempt's evidence
     inside = partial.resolve().is_relative_to(out.resolve())
-    where = f"{placement.OUT}/{partial.resolve().relative_to(out.resolve())}" if inside else str(partial)
-    return placement.Job(
-        name, "proof.runner", (f"{placement.SCRATCH}/{NOTEBOOK}", where, f"{placement.SCRATCH}/{PARAMETERS}",
-                               placement.OUT),
+    where = f"{executors.OUT}/{partial.resolve().relative_to(out.resolve())}" if inside else str(partial)
+    return executors.Job(
+        name, "proof.runner", (f"{executors.SCRATCH}/{NOTEBOOK}", where, f"{executors.SCRATCH}/{PARAMETERS}",
+                               executors.OUT),
         files=((NOTEBOOK, Path(notebook).read_bytes()), (PARAMETERS, json.dumps(parameters).encode())),
-        reads=tuple(reads), writes=(*writes, *([where.removeprefix(placement.OUT + "/")] if inside else [])),
+        reads=tuple(reads), writes=(*writes, *([where.removeprefix(executors.OUT + "/")] if inside else [])),
         units=tuple(units), caches=("work/compile",), gpu_process=False, alone=alone)
 
 
@@ -116,7 +117,7 @@ def _partial(dest: Path) -> Path:
     return Path(dest).with_name(Path(dest).stem + ".partial.ipynb")
 
 
-def finish(ran: placement.Ran, dest: Path) -> str | None:
+def finish(ran: executors.Ran, dest: Path) -> str | None:
     """The executed notebook renamed into place (its metadata as papermill left it); why it failed, or None.
     A job that never reached papermill, or whose worker was lost with the notebook, leaves no notebook."""
     partial = _partial(dest)
@@ -160,7 +161,7 @@ def papermill(notebook: str, dest: str, parameters: str, out: str | None = None)
 
 
 def _kernel_manager():
-    """jupyter_client's kernel manager, with the kernel started as a job's process (placement.launcher):
+    """jupyter_client's kernel manager, with the kernel started as a job's process (executors.launcher):
     jupyter_client starts it in a session of its own, where killing papermill's group would miss it. Its
     shutdown asks the kernel to stop without interrupting it first: jupyter_client sends SIGINT before every
     shutdown, and an idle kernel logs that as "[IPKernelApp] ERROR | KeyboardInterrupt caught in kernel"
@@ -172,7 +173,7 @@ def _kernel_manager():
             cmd = super().format_kernel_cmd(extra_arguments)
             if cmd[1:2] != ["-m"]:  # not `python -m ipykernel_launcher ...`: a kernel this project did not expect
                 raise RuntimeError(f"unexpected kernel command {cmd[:3]}")
-            return [cmd[0], *placement.launcher(cmd[2], cmd[3:], os.getpid(), gpu=True)[1:]]
+            return [cmd[0], *executors.launcher(cmd[2], cmd[3:], os.getpid(), gpu=True)[1:]]
 
         async def _async_interrupt_kernel(self) -> None:
             if self.shutting_down:
@@ -222,22 +223,22 @@ class Outcome:
 
 
 def run(settings: Settings, notebooks: Notebooks | None = None, log=print,
-        where: placement.Placement | None = None) -> Outcome:
+        where: executors.Placement | None = None) -> Outcome:
     """The whole proof: every family is tried and the report is built even where some fail. Families
     run as jobs of the placement's executor (shortlist.placement: this machine's GPUs, or a Ray
     cluster); one run at a time holds the output folder."""
     notebooks = notebooks or THE_NOTEBOOKS
     settings = settings.replace(out=str(Path(settings.out).resolve()))  # kernels run elsewhere
     files.check_writable(settings.out)
-    executor = (where or placement.Placement()).start(log, peaks=lambda: _peaks(settings))
+    executor = (where or executors.Placement()).start(log, peaks=lambda: _peaks(settings))
     try:
-        with placement.one_run(settings.out):
+        with executors.one_run(settings.out):
             return _run(settings, notebooks, log, executor)
     finally:
         executor.close()
 
 
-def _run(settings: Settings, notebooks: Notebooks, log, executor: placement.Executor) -> Outcome:
+def _run(settings: Settings, notebooks: Notebooks, log, executor: executors.Executor) -> Outcome:
     parameters = kernel_parameters(settings)
     out_nb = files.notebooks(settings.out)
     try:
@@ -249,7 +250,7 @@ def _run(settings: Settings, notebooks: Notebooks, log, executor: placement.Exec
         committed = ("predictions.json", "predictions.sha256")  # 01 refuses to overwrite other settings' own
         job = notebook_job("01_predict", notebooks.predict, out_nb / PREDICT, parameters, reads=committed,
                            writes=committed, alone=True)
-        ran = (executor if executor.name == "ray" else placement.Local({})).run([job], settings.out, log=log)[0]
+        ran = executor.run([job], settings.out, log=log)[0]  # alone: all of this machine's GPUs, or a whole one
         reason = finish(ran, out_nb / PREDICT)
         if reason:
             raise RuntimeError(f"01_predict failed: {reason} (see {out_nb / PREDICT})")
@@ -264,7 +265,7 @@ def _run(settings: Settings, notebooks: Notebooks, log, executor: placement.Exec
     log(f"02_train_family: {len(todo)} of {len(settings.families)} families to run"
         + (f" ({len(settings.families) - len(todo)} already done)" if len(todo) < len(settings.families) else ""))
     jobs = {f"02 {key}": key for key in todo}
-    executor.run([family_job(settings, key, notebooks.train, parameters, executor.name == "ray") for key in todo],
+    executor.run([family_job(settings, key, notebooks.train, parameters, executor.remote) for key in todo],
                  settings.out, done=lambda ran: trained(settings, jobs[ran.job.name], sha, ran, log), log=log)
     log("03_report: building the report")
     html = build_report(settings, sha, notebooks.report)
@@ -277,26 +278,25 @@ def _run(settings: Settings, notebooks: Notebooks, log, executor: placement.Exec
     return Outcome(html, failures)
 
 
-def _check_model(settings: Settings, executor: placement.Executor) -> None:
+def _check_model(settings: Settings, executor: executors.Executor) -> None:
     """The model can be had, fits the trainee, and has a GPU to train on (or is the tiny one); on a Ray
     cluster the GPUs are the workers', not this machine's."""
     from shortlist.models import config as models
     models.check_fits(models.model_config(settings.profile.model), settings.profile)
-    if executor.name != "ray":
+    if not executor.remote:
         models.check_device(settings.profile.model)
 
 
-def family_job(settings: Settings, key: str, notebook: Path, parameters: dict, elsewhere: bool) -> placement.Job:
+def family_job(settings: Settings, key: str, notebook: Path, parameters: dict, elsewhere: bool) -> executors.Job:
     """02 on one family, as a job: it reads the predictions and what an earlier run left in work/<slug>/,
     and writes its result, work/<slug>/ and its notebook. Elsewhere (a Ray worker), each checkpoint comes
-    back whole once training has written its bookkeeping into it (train.PROGRESS, the last file a save
+    back whole once training has written its bookkeeping into it (checkpoint.PROGRESS, the last file a save
     writes), so a rerun resumes from the last one that arrived, whatever happened to the worker."""
     slug = sources.parse(key).slug
     work = f"work/{slug}"
     units = ()
-    if elsewhere:  # proof.train imports torch: paid on the driver only where checkpoints travel
-        from proof.train import PROGRESS
-        units = ((f"{work}/checkpoints/checkpoint-*", PROGRESS),)
+    if elsewhere:
+        units = ((f"{work}/checkpoints/checkpoint-*", checkpoint.PROGRESS),)
     return notebook_job(f"02 {key}", notebook, _train_notebook(settings, key), parameters | {"family": key},
                         reads=("predictions.json", "predictions.sha256", work),
                         writes=(f"families/{slug}.json", work), units=units)
@@ -306,7 +306,7 @@ def _train_notebook(settings: Settings, key: str) -> Path:
     return files.notebooks(settings.out) / f"02_train_family.{sources.parse(key).slug}.ipynb"
 
 
-def trained(settings: Settings, key: str, sha: str, ran: placement.Ran, log) -> None:
+def trained(settings: Settings, key: str, sha: str, ran: executors.Ran, log) -> None:
     """A family's job ended: its notebook renamed into place and stamped; a failure recorded, with where
     it ran. A job that was stopped (Ctrl-C) never gets here: it is not done, and not failed."""
     dest = _train_notebook(settings, key)
@@ -320,14 +320,7 @@ def trained(settings: Settings, key: str, sha: str, ran: placement.Ran, log) -> 
 
 
 def _peaks(settings: Settings) -> list:
-    """The most GPU memory each finished family's job reserved (placement.here()), for --per-gpu auto."""
-    peaks = []
-    for path in (Path(settings.out) / "families").glob("*.json"):
-        try:
-            peaks.append(((files.read_json(path).get("device") or {}).get("placement") or {}).get("peak_gib"))
-        except (OSError, ValueError, AttributeError):
-            continue
-    return peaks
+    return sizing.recorded_peaks((Path(settings.out) / "families").glob("*.json"), "device", "placement")
 
 
 if __name__ == "__main__":

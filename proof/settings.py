@@ -144,10 +144,8 @@ class Settings:
                 raise SettingsError(f"{name}={value}: not a finite number in ({low}, {high}]")
             if not low < value <= high:
                 raise SettingsError(f"{name}={value}: must be a number in ({low}, {high}]")
-        low, high = SCORE_DEADLINE_MIN_S, 600
-        if not (math.isfinite(self.score_deadline_s) and low <= self.score_deadline_s <= high):
-            raise SettingsError(f"score_deadline_s={self.score_deadline_s}: give seconds in [{low}, {high}]; below "
-                                f"{low} s honest answers time out on a loaded machine and timeouts decide the verdicts")
+        if defaults.deadline_refusal(self.score_deadline_s):
+            raise SettingsError(defaults.deadline_refusal(self.score_deadline_s))
         if not self.reserve_key or len(self.reserve_key) > 256:
             raise SettingsError(f"reserve_key={self.reserve_key[:40]!r}: give 1 to 256 characters (it keys which "
                                 f"questions are reserved for evaluation)")

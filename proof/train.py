@@ -7,29 +7,22 @@ training (work/<family>/before.json) and the last LoRA checkpoint, inside which 
 records the training seconds and scorer counts so far, so a resumed family's timings and counts
 are those of the whole run, not of its last part.
 
-A checkpoint cannot poison a rerun: the Trainer writes it into a staging folder (its output_dir,
-checkpoints/.saving), the bookkeeper adds the counts to it and renames it whole into
-checkpoints/checkpoint-N (shortlist.output.publish_folder), and only then removes the older one.
-A kill at any moment leaves the last whole checkpoint in place; a rerun removes the staging
-folder and any checkpoint-N that is not whole (complete()) before it resumes. A full disk ends
-in one line (shortlist.output.DiskFull), with the half-written checkpoint removed.
+A checkpoint cannot poison a rerun (proof/checkpoint.py: written whole or not at all, checked
+before resuming). A full disk ends in one line (shortlist.output.DiskFull), with the half-written
+checkpoint removed.
 """
 from __future__ import annotations
 
-import copy
-import json
 import math
 import random
-import re
 import shutil
 import time
 import warnings
-import zipfile
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from proof import commit, evaluate, fast_grpo, files, records, stats, trl_internals
+from proof import checkpoint, commit, evaluate, fast_grpo, files, records, stats, trl_internals
 from proof.records import Evaluation, FamilyResult
 from proof.settings import Settings
 from shortlist import audit, output, provenance, scoring, sources
@@ -99,91 +92,8 @@ def _plus(a: dict, b: dict, sign: int = 1) -> dict:
     return {k: a.get(k, 0) + sign * b.get(k, 0) for k in a.keys() | b.keys()}
 
 
-PROGRESS = "shortlist.json"  # inside each LoRA checkpoint: its step, the training seconds and scorer counts so far
-STAGING = ".saving"  # inside checkpoints/: the Trainer's output_dir, where a checkpoint is written before it is whole
-CHECKPOINT = re.compile(r"checkpoint-(\d+)")
-# what resuming exactly needs from a checkpoint, beside PROGRESS: the Trainer's state, the LoRA weights, the
-# optimizer, the schedule and the random state (without any one, Trainer resumes silently from less)
-NEEDED = ("trainer_state.json", "adapter_config.json", "adapter_model.safetensors", "optimizer.pt", "scheduler.pt",
-          "rng_state.pth")
-
-
-def checkpoints_in(folder: Path) -> list[tuple[int, Path]]:
-    """The checkpoint-N folders in a folder, by step."""
-    if not folder.is_dir():
-        return []
-    return sorted((int(m.group(1)), p) for p in folder.iterdir() if (m := CHECKPOINT.fullmatch(p.name)) and p.is_dir())
-
-
-def complete(path: Path, step: int) -> str | None:
-    """Why a checkpoint folder cannot be resumed from exactly, or None when it can."""
-    missing = [name for name in (*NEEDED, PROGRESS) if not (path / name).is_file()]
-    if missing:
-        return f"no {', '.join(missing)}"
-    try:
-        state, progress = (json.loads((path / name).read_text()) for name in ("trainer_state.json", PROGRESS))
-        if not isinstance(state, dict) or state.get("global_step") != step:
-            return f"trainer_state.json is not the state at step {step}"
-        if not isinstance(progress, dict) or progress.get("step") != step or not isinstance(
-                progress.get("train_s"), (int, float)) or not isinstance(progress.get("scoring"), dict):
-            return f"{PROGRESS} is not the bookkeeping at step {step}"
-        if not _whole_safetensors(path / "adapter_model.safetensors"):
-            return "adapter_model.safetensors is cut short"
-        for name in ("optimizer.pt", "scheduler.pt", "rng_state.pth"):  # torch.save writes zip archives
-            with zipfile.ZipFile(path / name) as archive:
-                if archive.testzip() is not None:
-                    return f"{name} is damaged"
-    except (OSError, ValueError, KeyError, TypeError, IndexError, zipfile.BadZipFile) as e:  # a damaged header too
-        return f"unreadable ({type(e).__name__})"
-    return None
-
-
-def _whole_safetensors(path: Path) -> bool:
-    """A safetensors file as long as its own header says: 8 bytes of header length, the header, the data."""
-    size = path.stat().st_size
-    with open(path, "rb") as f:
-        length = int.from_bytes(f.read(8), "little")
-        if size < 8 + length:
-            return False
-        header = json.loads(f.read(length))
-    ends = [t["data_offsets"][1] for name, t in header.items() if name != "__metadata__"]
-    return size == 8 + length + max(ends, default=0)
-
-
-def resumable(checkpoints: Path, log=print) -> Path | None:
-    """The newest whole checkpoint, if any. The staging folder, every checkpoint that is not whole (a
-    kill or a full disk inside a save, or one written by an older version) and the older ones go."""
-    shutil.rmtree(checkpoints / STAGING, ignore_errors=True)
-    keep = None
-    for step, path in reversed(checkpoints_in(checkpoints)):
-        why = None if keep else complete(path, step)
-        if keep is None and why is None:
-            keep = path
-            continue
-        if why:
-            log(f"removing {path.name}, which a rerun cannot resume from: {why}")
-        _remove(path)
-    return keep
-
-
-def publish(staged: Path, checkpoints: Path) -> Path:
-    """A checkpoint written whole in staging, renamed into checkpoints/; then the older ones go."""
-    dest = output.publish_folder(staged, checkpoints / staged.name)
-    for _, path in checkpoints_in(checkpoints):
-        if path != dest:
-            _remove(path)
-    return dest
-
-
-def _remove(path: Path) -> None:
-    if path.is_symlink():  # a link goes, not what it points to
-        path.unlink()
-    else:
-        shutil.rmtree(path)
-
-
 def bookkeeping_callback(scorer: scoring.Scorer, key: str, prior: dict, log, checkpoints: Path):
-    """Puts PROGRESS into every checkpoint the Trainer stages and publishes it whole into checkpoints;
+    """Puts checkpoint.PROGRESS into every checkpoint the Trainer stages and publishes it whole into checkpoints;
     times the first step (compilation shows there)."""
     from transformers import TrainerCallback
 
@@ -208,9 +118,9 @@ def bookkeeping_callback(scorer: scoring.Scorer, key: str, prior: dict, log, che
         def on_save(self, args, state, control, **kwargs):
             # called right after the Trainer wrote the checkpoint: the counts are those of the state it holds
             staged = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-            files.write_json(staged / PROGRESS, {"step": state.global_step, "train_s": self.train_s(),
+            files.write_json(staged / checkpoint.PROGRESS, {"step": state.global_step, "train_s": self.train_s(),
                                                  "scoring": self.scoring()})
-            publish(staged, checkpoints)
+            checkpoint.publish(staged, checkpoints)
 
         def on_log(self, args, state, control, logs=None, **kwargs):
             if logs and "reward" in logs:  # one short line per logged step: papermill shows it, no bar floods
@@ -238,11 +148,11 @@ def run_trainer(trainer, resume: Path | None, folder: Path) -> None:
     except Exception as e:
         if not output.disk_full(e):
             raise
-        shutil.rmtree(folder / STAGING, ignore_errors=True)
-        last = checkpoints_in(folder)
+        shutil.rmtree(folder / checkpoint.STAGING, ignore_errors=True)
+        last = checkpoint.checkpoints_in(folder)
         raise output.full(folder, f"a checkpoint under {folder}",
                           last[-1][1].name if last else "the start of training") from None
-    shutil.rmtree(folder / STAGING, ignore_errors=True)
+    shutil.rmtree(folder / checkpoint.STAGING, ignore_errors=True)
 
 
 def train(loaded: sampling.Loaded, settings: Settings, family: Family, rows: list[dict],
@@ -258,12 +168,12 @@ def train(loaded: sampling.Loaded, settings: Settings, family: Family, rows: lis
     random.Random(0).shuffle(rows)
     dataset = Dataset.from_list([{"prompt": trainee.messages(r["question"]), "seed": r["seed"]} for r in rows])
     folder = Path(checkpoints)
-    resume = resumable(folder, log)
-    prior = files.read_json(resume / PROGRESS) if resume else {}  # whole: complete() read it
+    resume = checkpoint.resumable(folder, log)
+    prior = files.read_json(resume / checkpoint.PROGRESS) if resume else {}  # whole: checkpoint.complete() read it
     keeper = bookkeeping_callback(scorer, family.key, prior, log, folder)
     arguments = dict(
         model=loaded.model, processing_class=loaded.tokenizer, reward_funcs=[reward_function(scorer, family, trainee)],
-        args=grpo_config(settings, str(folder / STAGING)), train_dataset=dataset, callbacks=[keeper],
+        args=grpo_config(settings, str(folder / checkpoint.STAGING)), train_dataset=dataset, callbacks=[keeper],
         peft_config=LoraConfig(r=settings.lora_r, lora_alpha=settings.lora_alpha, target_modules="all-linear",
                                task_type="CAUSAL_LM"))
     books.trainer = "fast" if settings.fast and not trl_internals.gate() else \
@@ -276,7 +186,7 @@ def train(loaded: sampling.Loaded, settings: Settings, family: Family, rows: lis
             trainer = GRPOTrainer(**arguments)
         trainer.remove_callback(PrinterCallback)  # the bookkeeper logs a short line instead of every metric
         if resume:
-            books.resumed_at_step = int(CHECKPOINT.fullmatch(resume.name).group(1))
+            books.resumed_at_step = int(checkpoint.CHECKPOINT.fullmatch(resume.name).group(1))
             log(f"resuming from {resume}")
         run_trainer(trainer, resume, folder)
     books.timings |= {"train_s": keeper.train_s(), "first_step_s": keeper.first_step_s}

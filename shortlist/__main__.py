@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from shortlist import defaults, output, placement, sources, trainee
+from shortlist import defaults, executors, output, sources, trainee
 from shortlist.catalog.records import CatalogError
 from shortlist.errors import OneLine
 from shortlist.models import config as models
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="walk each family's curriculum up from its easiest level until 'too hard'")
     sc.add_argument("--out", help="the catalog's output folder (default results/catalog); a rerun keeps what it holds")
     sc.add_argument("--budget-min", type=float, help="start no screen after this many minutes; the rest is listed")
-    placement.add_arguments(sc)
+    executors.add_arguments(sc)
     sub.add_parser("families", help="list the families that build with their default config")
     args = ap.parse_args(argv)
 
@@ -67,11 +67,11 @@ def main(argv: list[str] | None = None) -> int:
     try:  # every bad input is one line, before any model loads
         who = trainee.resolve(args.trainee)
         who = who.replace(model=args.model) if args.model else who
-        where = placement.from_args(args)
+        where = executors.from_args(args)
         if catalog_run:
             plan = _catalog_plan(args, who)
         else:
-            if args.out or args.budget_min is not None or where != placement.Placement():
+            if args.out or args.budget_min is not None or where != executors.Placement():
                 raise ValueError("--out, --budget-min and where jobs run (--executor, --per-gpu...) go with --all "
                                  "or --levels (the catalog)")
             chosen = sources.parse_list(args.families or list(sources.DEFAULT))
@@ -123,14 +123,14 @@ def _catalog_plan(args, who):
 def _catalog(p, where, started: float) -> int:
     from shortlist.catalog import run as catalog
     try:
-        with placement.stop_on_signals():  # Ctrl-C, SIGTERM: workers and task builders stopped, the walks as written
+        with executors.stop_on_signals():  # Ctrl-C, SIGTERM: workers and task builders stopped, the walks as written
             found = catalog.run(p, log=lambda line: print(line, file=sys.stderr, flush=True), where=where)
-    except placement.Stopped as e:
+    except executors.Stopped as e:
         print(f"stopped by {e}: every walk is kept as written; the same command goes on in {p.out}", file=sys.stderr)
         return e.code
     except OneLine as e:  # a cluster that cannot take the jobs, a folder in use, a full disk, a model gone
         print(f"error: {e}", file=sys.stderr)
-        return 2 if isinstance(e, placement.PlacementError) else 1
+        return 2 if isinstance(e, executors.PlacementError) else 1
     print(catalog.summary(found, p))
     print(f"wall time: {time.perf_counter() - started:.1f} s")
     return 0
@@ -146,4 +146,4 @@ def _writable(path: Path) -> None:
 
 
 if __name__ == "__main__":
-    placement.exit(main())
+    executors.exit(main())

@@ -5,3 +5,13 @@ SCORE_DEADLINE_S = 1.0  # a scorer call that takes longer scores 0.0 and costs i
 SCREEN_TASKS = 24  # tasks per family in screening
 PREDICT_SEED = 500  # screening tasks are seeds PREDICT_SEED .. PREDICT_SEED + tasks - 1
 SCORE_DEADLINE_MIN_S = 0.25  # below it honest answers time out on a loaded machine (simple_integration: 5 of 320 at 0.1 s)
+SCORE_DEADLINE_MAX_S = 600.0  # above it one hostile answer could hold a scorer process for longer than a family's step
+
+
+def deadline_refusal(seconds) -> str | None:
+    """Why a scoring deadline cannot be used (one line), or None: the range every entry point checks."""
+    low, high = SCORE_DEADLINE_MIN_S, SCORE_DEADLINE_MAX_S
+    if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and low <= seconds <= high:
+        return None
+    return (f"score_deadline_s={seconds}: give seconds in [{low:g}, {high:g}]; below {low:g} s honest answers time "
+            f"out on a loaded machine and timeouts decide the verdicts")

@@ -17,8 +17,15 @@ from pathlib import Path
 from shortlist.errors import OneLine
 
 
-_UMASK = os.umask(0)
-os.umask(_UMASK)
+def umask() -> int:
+    """This process's umask, read without changing it (Linux's /proc), else by setting it back at once."""
+    try:
+        with open("/proc/self/status") as f:
+            return int(next(line.split()[1] for line in f if line.startswith("Umask:")), 8)
+    except (OSError, StopIteration, ValueError):
+        mask = os.umask(0o022)
+        os.umask(mask)
+        return mask
 
 
 class OutputError(OneLine, RuntimeError):
@@ -91,7 +98,7 @@ def write_bytes(path: Path, data: bytes) -> None:
             raise full(path.parent, str(path)) from None
         raise
     try:
-        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp's 0600 would hide results from the rest of a team
+        os.fchmod(fd, 0o666 & ~umask())  # mkstemp's 0600 would hide results from the rest of a team
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()

@@ -6,7 +6,7 @@ import importlib.metadata
 import os
 import platform
 
-from shortlist import placement
+from shortlist.executors import jobs
 
 PACKAGES = ("torch", "transformers", "trl", "peft", "accelerate", "datasets", "reasoning-gym", "numpy", "scipy",
             "papermill", "nbconvert")
@@ -29,7 +29,7 @@ def versions() -> dict:
 def device() -> dict:
     import torch
     info = {"platform": platform.platform(), "cpus": os.cpu_count(), "cuda": torch.cuda.is_available(),
-            "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"), "placement": placement.here()}
+            "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"), "placement": jobs.here()}
     if info["cuda"]:
         info["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
         info["cuda_version"] = torch.version.cuda

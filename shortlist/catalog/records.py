@@ -136,9 +136,8 @@ class Plan:
             raise CatalogError("--tasks must be at least 1, --first-seed, --batch and the seed at least 0")
         if self.budget_min is not None and not self.budget_min > 0:
             raise CatalogError(f"--budget-min {self.budget_min}: give a positive number of minutes")
-        if not defaults.SCORE_DEADLINE_MIN_S <= self.score_deadline_s <= 600:
-            raise CatalogError(f"score_deadline_s={self.score_deadline_s}: give seconds in "
-                               f"[{defaults.SCORE_DEADLINE_MIN_S}, 600]: below it honest answers time out")
+        if defaults.deadline_refusal(self.score_deadline_s):
+            raise CatalogError(defaults.deadline_refusal(self.score_deadline_s))
         if self.builders is not None and self.builders < 0:
             raise CatalogError(f"builders={self.builders}: give 0 (build in the worker) or more processes")
 

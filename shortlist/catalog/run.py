@@ -29,7 +29,8 @@ import platform
 import time
 from pathlib import Path
 
-from shortlist import output, page, placement, provenance, spec
+from shortlist import executors, output, page, provenance, spec
+from shortlist.executors import sizing
 from shortlist.catalog import files, walk
 from shortlist.catalog.records import OUT, Catalog, CatalogError, Plan, Unreached  # noqa: F401
 from shortlist.models import config as model_config
@@ -58,7 +59,7 @@ def plan(trainee: Trainee, names=None, **settings) -> Plan:
     return Plan(trainee=trainee, families=tuple(checked), **settings)
 
 
-def run(p: Plan, log=print, where: placement.Placement | None = None) -> Catalog:
+def run(p: Plan, log=print, where: executors.Placement | None = None) -> Catalog:
     """Screen the plan's families, resuming what is kept, within its budget; write the shortlist. One run
     at a time holds the output folder; workers are jobs of the placement's executor."""
     started = walk.clock()
@@ -66,9 +67,9 @@ def run(p: Plan, log=print, where: placement.Placement | None = None) -> Catalog
     p = p.replace(out=str(out.resolve()), model_identity=model_config.identity(p.trainee.model),
                   deadline=started + p.budget_min * 60 if p.budget_min else None,
                   run=f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
-    executor = (where or placement.Placement()).start(log, peaks=lambda: _peaks(p))
+    executor = (where or executors.Placement()).start(log, peaks=lambda: _peaks(p))
     try:
-        with placement.one_run(out):
+        with executors.one_run(out):
             in_process = executor.serial  # no GPU here: this process walks the families in turn
             if p.builders is None:  # half a job's CPUs build tasks; the rest score answers and drive the GPU
                 p = p.replace(builders=max(1, int(executor.cpus_per_job()) // 2))
@@ -87,7 +88,7 @@ def _in_process(p: Plan, log) -> dict:
     return {}
 
 
-def _fan_out(p: Plan, executor: placement.Executor, log) -> dict:
+def _fan_out(p: Plan, executor: executors.Executor, log) -> dict:
     """One worker job per slot of the executor (every slot of every GPU), family i to worker i mod n:
     a worker pays for its model, its Scorer and its compilation once, for all of its share. Where it
     runs elsewhere (Ray), the walks it reads go with it and the walks it writes come back as written."""
@@ -97,15 +98,15 @@ def _fan_out(p: Plan, executor: placement.Executor, log) -> dict:
         share = p.families[i::n]
         job = p.replace(families=share, label=f"worker {i + 1}")
         walks = tuple(f"families/{name}.json" for name in share)
-        jobs.append(placement.Job(
-            job.label, "shortlist.catalog.walk", (f"{placement.SCRATCH}/plan.json", placement.OUT),
+        jobs.append(executors.Job(
+            job.label, "shortlist.catalog.walk", (f"{executors.SCRATCH}/plan.json", executors.OUT),
             files=(("plan.json", json.dumps(job.as_dict()).encode()),), reads=walks,
             writes=(*walks, f"workers/{job.label.replace(' ', '')}.json"), caches=("compile",)))
         shares[job.label] = share
         log(f"{job.label}: {page.count(len(share), 'family', 'families')}")
     exits = {}
 
-    def ended(ran: placement.Ran) -> None:
+    def ended(ran: executors.Ran) -> None:
         if ran.rc != 0:
             gpu = f", GPU {ran.where['gpu']}" if ran.where.get("gpu") else ""
             exits[ran.job.name] = (shares[ran.job.name], f"its worker ({ran.job.name}{gpu}) exited with {ran.rc}"
@@ -116,14 +117,7 @@ def _fan_out(p: Plan, executor: placement.Executor, log) -> dict:
 
 
 def _peaks(p: Plan) -> list:
-    """The most GPU memory each earlier worker into this folder reserved (placement.here()): --per-gpu auto."""
-    peaks = []
-    for path in (Path(p.out) / "workers").glob("*.json"):
-        try:
-            peaks.append((output.read_json(path).get("placement") or {}).get("peak_gib"))
-        except (OSError, ValueError, AttributeError):
-            continue
-    return peaks
+    return sizing.recorded_peaks((Path(p.out) / "workers").glob("*.json"), "placement")
 
 
 def assemble(p: Plan, exits: dict, wall_s: float) -> Catalog:

@@ -24,7 +24,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
-from shortlist import output, placement, sources
+from shortlist import executors, output, sources
 from shortlist.catalog import files
 from shortlist.catalog.records import Failure, Plan, Row, Walk
 from shortlist.errors import one_line
@@ -289,7 +289,7 @@ def work(p: Plan, log=print) -> None:
     finally:
         builders.close()
         record = {"run": p.run, "label": p.label, "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-                  "placement": placement.here(), "families": len(walks), "builders": p.builders or 0, **counts,
+                  "placement": executors.here(), "families": len(walks), "builders": p.builders or 0, **counts,
                   **screener.record(),
                   "seconds": round(time.perf_counter() - started, 1)}
         screener.close()

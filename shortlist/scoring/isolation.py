@@ -20,6 +20,8 @@ import os
 import resource
 import signal
 
+from shortlist.process import die_with_parent  # noqa: F401  the scorer's processes die with their parent too
+
 UNPRIVILEGED = 65534  # nobody/nogroup: where the project runs as root, answers run as this uid and gid
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -186,13 +188,6 @@ def capabilities() -> int:
 def not_dumpable() -> bool:
     """Nobody without CAP_SYS_PTRACE can ptrace this process or open its /proc files."""
     return _prctl(_PR_SET_DUMPABLE, 0)
-
-
-def die_with_parent(parent: int | None = None) -> bool:
-    """SIGKILL when the parent dies; False if `parent` (its pid) is already gone. Process 1 of a
-    PID namespace sees no parent (getppid() is 0): its namespace's death is the check there."""
-    took = _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    return took and (parent is None or os.getpid() == 1 or os.getppid() == parent)
 
 
 def no_new_privs() -> bool:

@@ -52,9 +52,9 @@ def test_a_run_where_no_family_has_finished_yet_still_reports(synthetic, tmp_pat
 
 def test_the_report_again_is_refused_beside_a_run_writing_the_same_folder(synthetic, capsys):
     from proof.__main__ import main
-    from shortlist import placement
+    from shortlist import executors
     s = synthetic({}, not_run=["chain_sum"])
-    with placement.one_run(s.out):
+    with executors.one_run(s.out):
         assert main(["report", "--out", s.out]) == 1
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"error: {s.out} is in use by another run (pid ") and "\n" not in err

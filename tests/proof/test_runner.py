@@ -6,7 +6,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from proof import files, runner
+from proof import checkpoint, files, runner
 from proof.__main__ import main
 from shortlist import sources as families
 
@@ -130,7 +130,7 @@ def test_a_batch_killed_mid_training_resumes_to_the_uninterrupted_result(smoke_r
     import sys
     import time
 
-    from proof import records, train
+    from proof import records
     s, _, _ = smoke_run
     key = s.families[0]
     slug = families.parse(key).slug
@@ -148,7 +148,7 @@ def test_a_batch_killed_mid_training_resumes_to_the_uninterrupted_result(smoke_r
     env = dict(os.environ, SHORTLIST_TEST_PAUSE_AT="2", SHORTLIST_TEST_PID_FILE=str(tmp_path / "kernel.pid"))
     batch = subprocess.Popen([sys.executable, "-c", script], start_new_session=True, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL, env=env)
-    progress = files.work(copy.out, slug) / "checkpoints" / "checkpoint-2" / train.PROGRESS
+    progress = files.work(copy.out, slug) / "checkpoints" / "checkpoint-2" / checkpoint.PROGRESS
     deadline = time.time() + 240
     while not (tmp_path / "kernel.pid").exists() and time.time() < deadline and batch.poll() is None:
         time.sleep(0.2)
@@ -181,7 +181,7 @@ def test_a_batch_killed_mid_training_resumes_to_the_uninterrupted_result(smoke_r
         (done.before, done.after, done.gain, no_clock(done.reward_curve))
     assert {k: v for k, v in again.scoring.items() if k != "seconds"} == \
         {k: v for k, v in done.scoring.items() if k != "seconds"}
-    saved = files.read_json(progress.parent.parent / "checkpoint-4" / train.PROGRESS)
+    saved = files.read_json(progress.parent.parent / "checkpoint-4" / checkpoint.PROGRESS)
     assert again.timings["train_s"] >= saved["train_s"] > paused_train_s > 0
     assert again.timings["eval_before_s"] > 0 and again.timings["seconds_per_step"] == again.timings["train_s"] / s.steps
 
@@ -313,10 +313,10 @@ def test_a_second_run_on_the_same_out_is_refused_in_one_line_naming_the_first(no
     import os
     import socket
 
-    from shortlist import placement
+    from shortlist import executors
     out = tmp_path / "run"
     out.mkdir()
-    with placement.one_run(out):
+    with executors.one_run(out):
         assert main(["run", "--preset", "smoke", "--out", str(out)]) == 1
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"error: {out} is in use by another run (pid {os.getpid()} on {socket.gethostname()}, "
@@ -343,17 +343,17 @@ def test_the_smoke_metrics_do_not_depend_on_where_the_families_ran(smoke_run, tm
     each family's metrics are the smoke run's (one after another), and its result says where it ran."""
     import os
 
-    from shortlist import placement
+    from shortlist import executors
     s, _, _ = smoke_run
     copy = _without(s, s.families, tmp_path / "run")
     if executor == "ray":
         ray = __import__("ray") if os.environ.get("CI") else pytest.importorskip("ray")  # CI installs the extra
         monkeypatch.setenv("RAY_worker_niceness", "0")  # Ray's 15 starves its workers on a shared machine
         ray.init(num_cpus=2, num_gpus=2, include_dashboard=False, log_to_driver=False)
-        where = placement.Placement(executor="ray")
+        where = executors.Placement(executor="ray")
     else:
-        monkeypatch.setattr(placement, "visible_gpus", lambda: ["0"])
-        where = placement.Placement(per_gpu=2)
+        monkeypatch.setattr(executors.local, "visible_gpus", lambda: ["0"])
+        where = executors.Placement(per_gpu=2)
     log: list[str] = []
     try:
         assert runner.run(copy, log=log.append, where=where).failed == {}
@@ -368,9 +368,8 @@ def test_the_smoke_metrics_do_not_depend_on_where_the_families_ran(smoke_run, tm
         assert sorted(p["gpu"] for p in placed.values()) == ["0", "1"] and all(
             p["executor"] == "ray" and p["per_gpu"] == 1 for p in placed.values())
         for key in s.families:  # what a rerun resumes from came back to this folder; each machine keeps its compile cache
-            from proof import train
             work = files.work(copy.out, families.parse(key).slug)
-            assert (work / "before.json").exists() and (work / "checkpoints" / f"checkpoint-{s.steps}" / train.PROGRESS).exists()
+            assert (work / "before.json").exists() and (work / "checkpoints" / f"checkpoint-{s.steps}" / checkpoint.PROGRESS).exists()
     else:
         assert sorted((p["slot"], p["gpu"], p["per_gpu"]) for p in placed.values()) == [(1, "0", 2), (2, "0", 2)]
         started = [i for i, line in enumerate(log) if line.startswith("02 ") and ": started on GPU 0 (2 share it)" in line]
@@ -390,8 +389,8 @@ def test_a_ray_worker_killed_mid_family_is_a_failed_family_and_a_rerun_resumes_i
     import signal
     import threading
 
-    from proof import records, train
-    from shortlist import placement
+    from proof import records
+    from shortlist import executors
     ray = __import__("ray") if os.environ.get("CI") else pytest.importorskip("ray")
     s, _, _ = smoke_run
     key = s.families[0]
@@ -403,7 +402,7 @@ def test_a_ray_worker_killed_mid_family_is_a_failed_family_and_a_rerun_resumes_i
     monkeypatch.setenv("SHORTLIST_CACHE", str(tmp_path / "machine"))  # the worker machine's own folders
     monkeypatch.setenv("RAY_worker_niceness", "0")  # Ray's 15 starves its workers on a shared machine
     ray.init(num_cpus=2, num_gpus=2, include_dashboard=False, log_to_driver=False)
-    arrived = files.work(copy.out, slug) / "checkpoints" / "checkpoint-2" / train.PROGRESS
+    arrived = files.work(copy.out, slug) / "checkpoints" / "checkpoint-2" / checkpoint.PROGRESS
     killed = {}
 
     def kill_the_worker():
@@ -416,7 +415,7 @@ def test_a_ray_worker_killed_mid_family_is_a_failed_family_and_a_rerun_resumes_i
     threading.Thread(target=kill_the_worker, daemon=True).start()
     try:
         outcome = runner.run(copy, notebooks=runner.Notebooks(train=PAUSING), log=lambda line: None,
-                             where=placement.Placement(executor="ray"))
+                             where=executors.Placement(executor="ray"))
     finally:
         ray.shutdown()
     assert list(outcome.failed) == [key] and outcome.failed[key].startswith("its Ray worker was lost: ")
@@ -430,9 +429,9 @@ def test_a_ray_worker_killed_mid_family_is_a_failed_family_and_a_rerun_resumes_i
     assert _metrics(copy.out, key) == _metrics(s.out, key)
 
 
-BATCH = ("import sys\nfrom proof import runner\nfrom proof.__main__ import main\nfrom shortlist import placement\n"
+BATCH = ("import sys\nfrom proof import runner\nfrom proof.__main__ import main\nfrom shortlist import executors\n"
          "runner.THE_NOTEBOOKS = runner.Notebooks(train=sys.argv[1])\n"
-         "placement.exit(main(['run', '--preset', 'smoke', '--out', sys.argv[2]]))\n")
+         "executors.exit(main(['run', '--preset', 'smoke', '--out', sys.argv[2]]))\n")
 
 
 @pytest.mark.slow
@@ -448,7 +447,7 @@ def test_a_stopped_batch_leaves_no_process_and_a_folder_the_same_command_resumes
     import sys
 
     from proof import records
-    from shortlist import placement
+    from shortlist import executors
     s, _, _ = smoke_run
     key = s.families[0]
     slug = families.parse(key).slug
@@ -458,7 +457,7 @@ def test_a_stopped_batch_leaves_no_process_and_a_folder_the_same_command_resumes
     batch = subprocess.Popen([sys.executable, "-c", BATCH, PAUSING, copy.out], env=env, start_new_session=True,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _wait_for(pid_file, proc=batch)
-    tree = placement.descendants(batch.pid)
+    tree = executors.descendants(batch.pid)
     kernel = int(pid_file.read_text())
     assert kernel in tree
     if how == "SIGINT":
@@ -470,7 +469,7 @@ def test_a_stopped_batch_leaves_no_process_and_a_folder_the_same_command_resumes
         assert "Traceback" not in err and "KeyboardInterrupt" not in err
         assert [pid for pid in tree if _alive(pid)] == []  # killed before the batch exits
     else:
-        writers = [pid for pid in tree if "shortlist.placement" in _cmdline(pid)]  # the family's job and its kernel
+        writers = [pid for pid in tree if "shortlist.executors.launcher" in _cmdline(pid)]  # the family's job and its kernel
         assert kernel in writers and len(writers) == 2
         batch.kill()
         batch.wait()

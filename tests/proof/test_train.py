@@ -7,7 +7,7 @@ import pytest
 
 from shortlist import output, sources
 from shortlist.generation import compile_cache
-from proof import commit, evaluate, files, records, settings as settings_, train
+from proof import checkpoint, commit, evaluate, files, records, settings as settings_, train
 from shortlist.generation import sampling
 
 
@@ -75,7 +75,7 @@ def test_a_rerun_resumes_from_the_evaluation_and_the_last_checkpoint(run):
     assert again.timings["resumed_at_step"] == s.steps
     # the bookkeeping is the whole run's: the stored evaluation's time, the checkpoint's training time
     assert again.timings["eval_before_s"] == result.timings["eval_before_s"]
-    saved = files.read_json(files.work(s.out, result.slug) / "checkpoints" / f"checkpoint-{s.steps}" / train.PROGRESS)
+    saved = files.read_json(files.work(s.out, result.slug) / "checkpoints" / f"checkpoint-{s.steps}" / checkpoint.PROGRESS)
     assert result.timings["train_s"] >= saved["train_s"] > 0 and again.timings["train_s"] >= saved["train_s"]
     assert again.scoring["answers"] == result.scoring["answers"]
 
@@ -126,9 +126,9 @@ def stopped(run, tmp_path_factory):
         if staged.name == last:
             raise Killed()
         return publish(staged, checkpoints)
-    publish = train.publish
+    publish = checkpoint.publish
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(train, "publish", killed_at_last)
+        patch.setattr(checkpoint, "publish", killed_at_last)
         with pytest.raises(Killed):
             train.run_family(s, s.families[0], log=lambda *_: None)
     return s
@@ -145,9 +145,9 @@ def checkpoints(s: settings_.Settings) -> Path:
 
 def test_a_kill_inside_a_save_leaves_the_last_whole_checkpoint(stopped):
     folder = checkpoints(stopped)
-    assert [step for step, _ in train.checkpoints_in(folder)] == [stopped.steps - 1]
-    assert train.complete(folder / f"checkpoint-{stopped.steps - 1}", stopped.steps - 1) is None
-    assert (folder / train.STAGING / f"checkpoint-{stopped.steps}").is_dir()  # never renamed into place
+    assert [step for step, _ in checkpoint.checkpoints_in(folder)] == [stopped.steps - 1]
+    assert checkpoint.complete(folder / f"checkpoint-{stopped.steps - 1}", stopped.steps - 1) is None
+    assert (folder / checkpoint.STAGING / f"checkpoint-{stopped.steps}").is_dir()  # never renamed into place
     assert not files.result(stopped.out, sources.parse(stopped.families[0]).slug).exists()
 
 
@@ -155,11 +155,11 @@ def test_empty_and_half_written_checkpoints_are_removed_and_the_rerun_matches_an
         run, stopped, tmp_path):
     s = copy_of(stopped, tmp_path / "run")
     folder, steps = checkpoints(s), s.steps
-    staged = folder / train.STAGING / f"checkpoint-{steps}"
+    staged = folder / checkpoint.STAGING / f"checkpoint-{steps}"
     # what the save window left before checkpoints were staged: one without the bookkeeping (a kill between
     # the Trainer's save and on_save), one without the Trainer's state (a full disk), one empty (a kill at once)
     shutil.copytree(staged, folder / f"checkpoint-{steps}")
-    (folder / f"checkpoint-{steps}" / train.PROGRESS).unlink()
+    (folder / f"checkpoint-{steps}" / checkpoint.PROGRESS).unlink()
     shutil.copytree(staged, folder / f"checkpoint-{steps + 1}")
     (folder / f"checkpoint-{steps + 1}" / "trainer_state.json").unlink()
     (folder / f"checkpoint-{steps + 2}").mkdir()
@@ -172,7 +172,7 @@ def test_empty_and_half_written_checkpoints_are_removed_and_the_rerun_matches_an
     assert again.timings["resumed_at_step"] == steps - 1
     same_outcome(again, run[1])
     assert [p.name for p in folder.iterdir()] == [f"checkpoint-{steps}"]  # the staging folder went too
-    assert train.complete(folder / f"checkpoint-{steps}", steps) is None
+    assert checkpoint.complete(folder / f"checkpoint-{steps}", steps) is None
 
 
 @pytest.fixture
@@ -199,7 +199,7 @@ def fill(disk: Path, leave: int) -> Path:
 
 
 def test_a_full_disk_is_one_line_and_the_rerun_finishes_once_space_is_back(run, stopped, small_disk):
-    s = copy_of(stopped, small_disk / "run", skip=(train.STAGING,))
+    s = copy_of(stopped, small_disk / "run", skip=(checkpoint.STAGING,))
     folder, steps = checkpoints(s), s.steps
     filler = fill(small_disk, 64 << 10)  # the last checkpoint (~600 KB on the tiny model) cannot be written
     with pytest.raises(output.DiskFull) as e:
@@ -208,7 +208,7 @@ def test_a_full_disk_is_one_line_and_the_rerun_finishes_once_space_is_back(run, 
     assert f"resumes from checkpoint-{steps - 1}" in str(e.value)
     # nothing a rerun would trust: the half-written checkpoint is gone, the whole one before it stays
     assert [p.name for p in folder.iterdir()] == [f"checkpoint-{steps - 1}"]
-    assert train.complete(folder / f"checkpoint-{steps - 1}", steps - 1) is None
+    assert checkpoint.complete(folder / f"checkpoint-{steps - 1}", steps - 1) is None
     assert not files.result(s.out, run[1].slug).exists()
     filler.unlink()
     again = train.run_family(s, s.families[0], log=lambda *_: None)
@@ -225,7 +225,7 @@ def damage(kind: str, path: Path) -> None:
     elif kind == "unreadable trainer_state.json":
         (path / "trainer_state.json").write_text('{"global_step": ')
     elif kind == "bookkeeping of another step":
-        files.write_json(path / train.PROGRESS, files.read_json(path / train.PROGRESS) | {"step": 1})
+        files.write_json(path / checkpoint.PROGRESS, files.read_json(path / checkpoint.PROGRESS) | {"step": 1})
     else:  # "<file> cut short"
         name = kind.split()[0]
         (path / name).write_bytes((path / name).read_bytes()[: (path / name).stat().st_size // 2])
@@ -244,15 +244,15 @@ def test_a_checkpoint_that_is_not_whole_is_not_resumed_from(run, tmp_path, kind,
     folder = tmp_path / "checkpoints"
     older = folder / f"checkpoint-{s.steps - 1}"  # an older whole one (made up from the last): what a rerun takes
     shutil.copytree(whole, older)
-    for name, key in (("trainer_state.json", "global_step"), (train.PROGRESS, "step")):
+    for name, key in (("trainer_state.json", "global_step"), (checkpoint.PROGRESS, "step")):
         files.write_json(older / name, files.read_json(older / name) | {key: s.steps - 1})
     shutil.copytree(whole, folder / f"checkpoint-{s.steps}")
-    (folder / train.STAGING / "checkpoint-9").mkdir(parents=True)
-    assert train.complete(folder / f"checkpoint-{s.steps}", s.steps) is None
+    (folder / checkpoint.STAGING / "checkpoint-9").mkdir(parents=True)
+    assert checkpoint.complete(folder / f"checkpoint-{s.steps}", s.steps) is None
     damage(kind, folder / f"checkpoint-{s.steps}")
-    assert why in train.complete(folder / f"checkpoint-{s.steps}", s.steps)
+    assert why in checkpoint.complete(folder / f"checkpoint-{s.steps}", s.steps)
     lines = []
-    assert train.resumable(folder, lines.append) == folder / f"checkpoint-{s.steps - 1}"
+    assert checkpoint.resumable(folder, lines.append) == folder / f"checkpoint-{s.steps - 1}"
     assert sorted(p.name for p in folder.iterdir()) == [f"checkpoint-{s.steps - 1}"]
     assert len(lines) == 1 and why in lines[0] and "\n" not in lines[0]
 

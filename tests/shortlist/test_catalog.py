@@ -8,7 +8,7 @@ import pytest
 
 from shortlist.catalog import run as catalog
 from shortlist import sources as families
-from shortlist import placement
+from shortlist import executors
 from shortlist import screening
 from shortlist import trainee
 from shortlist.catalog.records import CatalogError, Row
@@ -85,7 +85,7 @@ def test_the_tiny_model_walks_up_to_too_hard_and_the_files_say_so(screened):
 def test_families_fan_out_one_worker_job_per_slot_each_seeing_only_its_gpu(tmp_path, monkeypatch):
     # on this machine the "GPUs" show no device, so each worker samples on the CPU: what is tested is
     # the fan-out (a worker job per slot, each seeing only its own GPU, the walks merged), not a GPU
-    monkeypatch.setattr(placement, "visible_gpus", lambda: ["3", "5"])
+    monkeypatch.setattr(executors.local, "visible_gpus", lambda: ["3", "5"])
     p = catalog.plan(TRAINEE, ["chain_sum", "composite", "leg_counting"], tasks=2, out=str(tmp_path / "cat"))
     lines = []
     found = catalog.run(p, log=lines.append)
@@ -115,10 +115,10 @@ def test_the_rows_do_not_depend_on_where_the_workers_ran(screened, tmp_path, mon
         ray = __import__("ray") if os.environ.get("CI") else pytest.importorskip("ray")  # CI installs the extra
         monkeypatch.setenv("RAY_worker_niceness", "0")  # Ray's 15 starves its workers on a shared machine
         ray.init(num_cpus=2, num_gpus=2, include_dashboard=False, log_to_driver=False)
-        where = placement.Placement(executor="ray")
+        where = executors.Placement(executor="ray")
     else:
-        monkeypatch.setattr(placement, "visible_gpus", lambda: ["0"])
-        where = placement.Placement(per_gpu=2)
+        monkeypatch.setattr(executors.local, "visible_gpus", lambda: ["0"])
+        where = executors.Placement(per_gpu=2)
     try:
         found = catalog.run(p.replace(out=str(tmp_path / "cat")), log=lambda line: None, where=where)
     finally:
@@ -163,7 +163,7 @@ def test_a_signal_stops_the_catalog_s_workers_and_the_same_command_goes_on(tmp_p
 
 
 def _descendants(pid: int) -> dict:
-    return {p: open(f"/proc/{p}/cmdline").read().replace("\0", " ") for p in placement.descendants(pid)
+    return {p: open(f"/proc/{p}/cmdline").read().replace("\0", " ") for p in executors.descendants(pid)
             if os.path.exists(f"/proc/{p}/cmdline")}
 
 

@@ -6,7 +6,7 @@ import stat
 
 import pytest
 
-from shortlist import mps, placement
+from shortlist import executors, mps
 
 FAKE = '''#!/bin/sh
 echo "$@ pipes=$CUDA_MPS_PIPE_DIRECTORY" >> "{calls}"
@@ -39,10 +39,10 @@ def test_jobs_sharing_a_gpu_are_clients_of_the_runs_own_daemon_which_stops_with_
         "import json, os, sys\nopen(sys.argv[1], 'w').write(json.dumps({k: os.environ.get(k) for k in "
         "('CUDA_MPS_PIPE_DIRECTORY', 'SHORTLIST_PLACEMENT')}))\n")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path / "mods"), os.environ.get("PYTHONPATH", "")]))
-    executor = placement.Placement(per_gpu=2, mps=True).start(log=lambda line: None)
+    executor = executors.Placement(per_gpu=2, mps=True).start(log=lambda line: None)
     pipes = executor.mps.pipes
     assert (pipes / "control").exists() and oct(pipes.parent.stat().st_mode & 0o777) == "0o700"
-    job = placement.Job("a", "seen", (str(tmp_path / "a.json"),), gpu_process=False)
+    job = executors.Job("a", "seen", (str(tmp_path / "a.json"),), gpu_process=False)
     ran, = executor.run([job], tmp_path / "out", log=lambda line: None)
     seen = json.loads((tmp_path / "a.json").read_text())
     assert ran.rc == 0 and seen["CUDA_MPS_PIPE_DIRECTORY"] == str(pipes) and ran.where["mps"] is True
@@ -51,7 +51,7 @@ def test_jobs_sharing_a_gpu_are_clients_of_the_runs_own_daemon_which_stops_with_
     assert not pipes.parent.exists()  # nothing of the daemon is left behind
     executor.close()  # a second close does nothing
     assert len(calls.read_text().splitlines()) == 3
-    plain = placement.Placement(per_gpu=2).start(log=lambda line: None)  # without --mps: no client
+    plain = executors.Placement(per_gpu=2).start(log=lambda line: None)  # without --mps: no client
     monkeypatch.delenv("CUDA_MPS_PIPE_DIRECTORY", raising=False)
     ran, = plain.run([job], tmp_path / "out", log=lambda line: None)
     assert plain.mps is None and ran.where["mps"] is False
@@ -62,7 +62,7 @@ def test_a_missing_daemon_binary_is_one_line_before_any_job(monkeypatch, tmp_pat
     monkeypatch.setenv("PATH", str(tmp_path))  # nothing there
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     with pytest.raises(mps.MpsError) as e:
-        placement.Placement(per_gpu=2, mps=True).start(log=lambda line: None)
+        executors.Placement(per_gpu=2, mps=True).start(log=lambda line: None)
     assert "nvidia-cuda-mps-control is not on PATH" in str(e.value) and "\n" not in str(e.value)
 
 
@@ -77,12 +77,12 @@ def test_a_daemon_that_does_not_start_is_one_line_and_leaves_nothing(fake, tmp_p
 
 
 def test_mps_on_ray_is_refused_in_one_line():
-    with pytest.raises(placement.PlacementError, match="--mps is for the local executor"):
-        placement.Placement(executor="ray", per_gpu=2, mps=True)
+    with pytest.raises(executors.PlacementError, match="--mps is for the local executor"):
+        executors.Placement(executor="ray", per_gpu=2, mps=True)
 
 
 def test_mps_without_a_gpu_is_refused_in_one_line(monkeypatch, fake):
     fake()
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    with pytest.raises(placement.PlacementError, match="--mps: no GPU is visible"):
-        placement.Placement(per_gpu=2, mps=True).start(log=lambda line: None)
+    with pytest.raises(executors.PlacementError, match="--mps: no GPU is visible"):
+        executors.Placement(per_gpu=2, mps=True).start(log=lambda line: None)

@@ -1,4 +1,4 @@
-"""Where jobs run (shortlist/placement.py): the local executor's slots, its stops, the lock of an output
+"""Where jobs run (shortlist/executors/): the local executor's slots, its stops, the lock of an output
 folder, the Ray executor on a local cluster with fake GPUs. Jobs here are tiny modules written into tmp_path."""
 import importlib.util
 import json
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from shortlist import placement
+from shortlist import executors
 from shortlist.__main__ import main as shortlist_main
 
 RAY = importlib.util.find_spec("ray") is not None
@@ -25,7 +25,7 @@ needs_ray = pytest.mark.skipif(not RAY and not os.environ.get("CI"),
 @pytest.mark.parametrize("value, expected", [("1,3", ["1", "3"]), ("", []), ("-1", []), ("0", ["0"])])
 def test_visible_gpus_follow_cuda_visible_devices(monkeypatch, value, expected):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", value)
-    assert placement.visible_gpus() == expected
+    assert executors.visible_gpus() == expected
 
 
 @pytest.mark.parametrize("changes, fragment", [
@@ -39,8 +39,8 @@ def test_visible_gpus_follow_cuda_visible_devices(monkeypatch, value, expected):
     ({"cpus_per_job": 2.0}, "go with --executor ray"),
 ])
 def test_bad_placements_are_refused_in_one_line(changes, fragment):
-    with pytest.raises(placement.PlacementError) as e:
-        placement.Placement(**changes)
+    with pytest.raises(executors.PlacementError) as e:
+        executors.Placement(**changes)
     assert fragment in str(e.value) and "\n" not in str(e.value)
 
 
@@ -48,8 +48,8 @@ def test_ray_without_ray_installed_is_refused_in_one_line_that_says_how_to_insta
                                                                                         no_model_loads, tmp_path):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
-    with pytest.raises(placement.PlacementError, match=r"pip install '\.\[ray\]'"):
-        placement.Placement(executor="ray")
+    with pytest.raises(executors.PlacementError, match=r"pip install '\.\[ray\]'"):
+        executors.Placement(executor="ray")
     out = tmp_path / "cat"
     assert shortlist_main(["screen", "--all", "--model", "tiny", "--out", str(out), "--executor", "ray"]) == 2
     err = capsys.readouterr().err.strip()
@@ -86,13 +86,13 @@ def jobs(tmp_path, monkeypatch):
     out = tmp_path / "out"
 
     def make(name, seconds=0.0, **kw):  # gpu_process=False: no torch import to cap a GPU these jobs do not use
-        return placement.Job(name, "job", (placement.OUT, name, str(seconds)), gpu_process=False, **kw)
+        return executors.Job(name, "job", (executors.OUT, name, str(seconds)), gpu_process=False, **kw)
     return make, out
 
 
 def test_jobs_fill_every_slot_of_every_gpu_each_seeing_only_its_own(jobs):
     make, out = jobs
-    ex = placement.Local({"0": 2, "1": 1})
+    ex = executors.Local({"0": 2, "1": 1})
     ended = []
     ran = ex.run([make(f"j{i}", 3) for i in range(6)], out, done=ended.append, log=lambda line: None)
     assert [r.job.name for r in ended] == [r.job.name for r in ran] and sorted(r.job.name for r in ran) == \
@@ -114,9 +114,9 @@ def test_jobs_fill_every_slot_of_every_gpu_each_seeing_only_its_own(jobs):
 def test_without_a_gpu_jobs_run_one_at_a_time_and_a_job_gets_its_files(jobs, monkeypatch):
     make, out = jobs
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    job = placement.Job("a", "job", (placement.OUT, "a", "0", f"{placement.SCRATCH}/note.txt"),
+    job = executors.Job("a", "job", (executors.OUT, "a", "0", f"{executors.SCRATCH}/note.txt"),
                         files=(("note.txt", b"hello"),))
-    ran = placement.Local({}).run([job, make("b")], out, log=lambda line: None)
+    ran = executors.Local({}).run([job, make("b")], out, log=lambda line: None)
     a, b = (json.loads((out / f"{n}.json").read_text()) for n in "ab")
     assert a["scratch"] == "hello" and a["ended"] <= b["started"]
     assert a["seen"]["CUDA_VISIBLE_DEVICES"] is None and ran[0].where["gpu"] is None
@@ -125,15 +125,15 @@ def test_without_a_gpu_jobs_run_one_at_a_time_and_a_job_gets_its_files(jobs, mon
 def test_a_job_that_dies_ends_with_its_status_and_the_others_go_on(jobs, tmp_path):
     make, out = jobs
     (tmp_path / "mods" / "dies.py").write_text("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
-    ran = placement.Local({"0": 1}).run([placement.Job("dies", "dies"), make("lives")], out, log=lambda line: None)
+    ran = executors.Local({"0": 1}).run([executors.Job("dies", "dies"), make("lives")], out, log=lambda line: None)
     assert [(r.job.name, r.rc, r.why) for r in ran] == [("dies", -9, "exited with -9"), ("lives", 0, None)]
 
 
 TREE = '''
 import os, subprocess, sys, time
-from shortlist import placement
+from shortlist import executors
 # a child in a session of its own, started as jupyter_client starts a kernel: through the launcher
-kid = subprocess.Popen(placement.launcher("job", [sys.argv[1], "kernel", "600"], os.getpid(), False),
+kid = subprocess.Popen(executors.launcher("job", [sys.argv[1], "kernel", "600"], os.getpid(), False),
                        start_new_session=True)
 open(os.path.join(sys.argv[1], "pids"), "w").write(f"{os.getpid()} {kid.pid}")
 time.sleep(600)
@@ -173,9 +173,9 @@ def test_a_signal_stops_every_job_down_to_a_child_in_its_own_session(jobs, tmp_p
         stopped["pids"] = [int(p) for p in _wait_for(out / "pids").split()]
         os.kill(os.getpid(), signal.SIGINT)
     threading.Thread(target=interrupt, daemon=True).start()
-    with pytest.raises(placement.Stopped) as e:
-        with placement.stop_on_signals():
-            placement.Local({}).run([placement.Job("tree", "tree", (placement.OUT,)), make("never")], out,
+    with pytest.raises(executors.Stopped) as e:
+        with executors.stop_on_signals():
+            executors.Local({}).run([executors.Job("tree", "tree", (executors.OUT,)), make("never")], out,
                                     log=lambda line: None)
     assert e.value.code == 130 and str(e.value) == "SIGINT"
     assert _gone(stopped["pids"], within=0.5) == []  # killed, not asked: nothing is left to wind down
@@ -185,8 +185,8 @@ def test_a_signal_stops_every_job_down_to_a_child_in_its_own_session(jobs, tmp_p
 
 DRIVER = '''
 import sys
-from shortlist import placement
-placement.Local({}).run([placement.Job("tree", "tree", (sys.argv[1],))], sys.argv[1])
+from shortlist import executors
+executors.Local({}).run([executors.Job("tree", "tree", (sys.argv[1],))], sys.argv[1])
 '''
 
 
@@ -206,47 +206,47 @@ def test_a_kill_9_of_the_batch_takes_its_jobs_with_it(jobs, tmp_path):
 
 def test_a_job_whose_parent_died_before_it_could_watch_does_not_run(jobs, tmp_path):
     make, out = jobs
-    done = subprocess.run(placement.launcher("job", [str(out), "orphan", "0"], parent=1, gpu=False))
+    done = subprocess.run(executors.launcher("job", [str(out), "orphan", "0"], parent=1, gpu=False))
     assert done.returncode == 1 and not (out / "orphan.json").exists()
 
 
 # --- auto -------------------------------------------------------------------------------------------
 
 def test_auto_fits_jobs_in_each_gpus_free_memory_at_the_per_job_peak(monkeypatch):
-    monkeypatch.setattr(placement, "free_gib", lambda gpus: {"0": 40.0, "1": 10.0})
+    monkeypatch.setattr(executors.sizing, "free_gib", lambda gpus: {"0": 40.0, "1": 10.0})
     lines = []
-    assert placement.auto(["0", "1"], None, [3.0, None, 3.5], lines.append) == {"0": 10, "1": 2}  # 40 // 4, 10 // 4
+    assert executors.auto(["0", "1"], None, [3.0, None, 3.5], lines.append) == {"0": 10, "1": 2}  # 40 // 4, 10 // 4
     assert "3.50 GiB a job (measured)" in lines[-1]
-    assert placement.auto(["0", "1"], 19.5, [3.5], lines.append) == {"0": 2, "1": 1}  # declared wins
-    assert placement.auto(["0", "1"], 60.0, [], lines.append) == {"0": 1, "1": 1}  # never fewer than one
-    assert placement.auto(["0", "1"], None, [], lines.append) == {"0": 1, "1": 1}
+    assert executors.auto(["0", "1"], 19.5, [3.5], lines.append) == {"0": 2, "1": 1}  # declared wins
+    assert executors.auto(["0", "1"], 60.0, [], lines.append) == {"0": 1, "1": 1}  # never fewer than one
+    assert executors.auto(["0", "1"], None, [], lines.append) == {"0": 1, "1": 1}
     assert "no per-job peak" in lines[-1]
-    assert placement.auto([], 4.0, [], lines.append) == {}
+    assert executors.auto([], 4.0, [], lines.append) == {}
 
 
 def test_a_job_records_where_it_ran(monkeypatch):
-    monkeypatch.setenv(placement.WHERE, json.dumps({"executor": "local", "slot": 2, "gpu": "0", "per_gpu": 2}))
-    assert placement.here() == {"executor": "local", "slot": 2, "gpu": "0", "per_gpu": 2}  # no CUDA: no peak
-    monkeypatch.delenv(placement.WHERE)
-    assert placement.here() is None
+    monkeypatch.setenv(executors.WHERE, json.dumps({"executor": "local", "slot": 2, "gpu": "0", "per_gpu": 2}))
+    assert executors.here() == {"executor": "local", "slot": 2, "gpu": "0", "per_gpu": 2}  # no CUDA: no peak
+    monkeypatch.delenv(executors.WHERE)
+    assert executors.here() is None
 
 
 # --- one run per output folder ------------------------------------------------------------------------
 
 def test_a_second_run_on_the_same_folder_is_refused_in_one_line_naming_the_first(tmp_path):
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom shortlist import placement\n"
-                               "with placement.one_run(sys.argv[1]):\n    print('held', flush=True)\n"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom shortlist import executors\n"
+                               "with executors.one_run(sys.argv[1]):\n    print('held', flush=True)\n"
                                "    time.sleep(600)\n", str(tmp_path)], stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline() == "held\n"
-    with pytest.raises(placement.Busy) as e:
-        with placement.one_run(tmp_path):
+    with pytest.raises(executors.Busy) as e:
+        with executors.one_run(tmp_path):
             pass
     assert f"pid {holder.pid} on {os.uname().nodename}, started " in str(e.value) and "\n" not in str(e.value)
     holder.kill()  # the lock dies with its holder
     holder.wait()
-    with placement.one_run(tmp_path):
-        with pytest.raises(placement.Busy, match=f"pid {os.getpid()}"):  # another open of the lock, same process
-            with placement.one_run(tmp_path):
+    with executors.one_run(tmp_path):
+        with pytest.raises(executors.Busy, match=f"pid {os.getpid()}"):  # another open of the lock, same process
+            with executors.one_run(tmp_path):
                 pass
 
 
@@ -257,8 +257,8 @@ def test_a_filesystem_without_flock_is_one_line(tmp_path, monkeypatch):
     def no_locks(fd, how):
         raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
     monkeypatch.setattr(fcntl, "flock", no_locks)
-    with pytest.raises(placement.Busy) as e:
-        with placement.one_run(tmp_path):
+    with pytest.raises(executors.Busy) as e:
+        with executors.one_run(tmp_path):
             pass
     assert str(e.value) == (f"{tmp_path}: this filesystem cannot lock the run's folder (No locks available): "
                             f"give an --out on a local disk")
@@ -300,7 +300,7 @@ with open(os.path.join(out, "res", "result.json"), "w") as f:
 def _writer_job(tmp_path, seconds):
     (tmp_path / "mods").mkdir(exist_ok=True)
     (tmp_path / "mods" / "writer.py").write_text(WRITER)
-    return placement.Job("writer", "writer", (placement.OUT, str(seconds)), reads=("in",), writes=("res",),
+    return executors.Job("writer", "writer", (executors.OUT, str(seconds)), reads=("in",), writes=("res",),
                          units=(("res/ckpt-*", "DONE"),), caches=("cache",), gpu_process=False)
 
 
@@ -314,7 +314,7 @@ def test_a_ray_job_gets_what_it_reads_and_its_writes_come_back_to_the_driver(tmp
     (out / "in" / "a.txt").write_text("shipped")
     (out / "res" / "ckpt-0").mkdir(parents=True)  # an old unit the job no longer has: pruned at its end
     lines = []
-    ex = placement.Placement(executor="ray", per_gpu=2).start(lines.append)
+    ex = executors.Placement(executor="ray", per_gpu=2).start(lines.append)
     assert ex.capacity() == 4 and "4 jobs at once (0.5 GPU each)" in lines[0]
     [ran] = ex.run([job], out, log=lines.append)
     assert ran.rc == 0 and ran.why is None and ran.where["executor"] == "ray" and ran.where["per_gpu"] == 2
@@ -334,7 +334,7 @@ def test_a_lost_ray_worker_is_a_failed_job_and_what_it_sent_stays(tmp_path, ray_
     out = tmp_path / "out"
     (out / "in").mkdir(parents=True)
     (out / "in" / "a.txt").write_text("shipped")
-    ex = placement.Placement(executor="ray").start(lambda line: None)
+    ex = executors.Placement(executor="ray").start(lambda line: None)
     pids = []
 
     def kill_the_worker():
@@ -356,11 +356,11 @@ def test_a_lost_ray_worker_is_a_failed_job_and_what_it_sent_stays(tmp_path, ray_
 @pytest.mark.slow
 @needs_ray
 def test_a_ray_cluster_without_gpus_is_refused_in_one_line():
-    code = ("import ray\nfrom shortlist import placement\n"
+    code = ("import ray\nfrom shortlist import executors\n"
             "ray.init(num_cpus=1, num_gpus=0, include_dashboard=False)\n"
-            "try:\n    placement.Placement(executor='ray').start()\n"
-            "except placement.PlacementError as e:\n    print('refused:', e)\n"
-            "print(placement.Placement(executor='ray', cpus_per_job=1).start().capacity())\n")
+            "try:\n    executors.Placement(executor='ray').start()\n"
+            "except executors.PlacementError as e:\n    print('refused:', e)\n"
+            "print(executors.Placement(executor='ray', cpus_per_job=1).start().capacity())\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     lines = [line for line in done.stdout.splitlines() if line.startswith("refused:")]
     assert len(lines) == 1, done.stdout + done.stderr

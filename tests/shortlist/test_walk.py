@@ -130,7 +130,7 @@ def test_the_budget_stops_new_screens_and_reports_what_it_did_not_reach(tmp_path
 
 
 def test_a_worker_that_died_leaves_its_families_not_reached_with_the_reason(tmp_path):
-    from shortlist import placement
+    from shortlist import executors
     p = plan(tmp_path, ["chain_sum", "leg_counting", "products"]).replace(model_identity={"name": "tiny", "revision": "x"})
 
     class TwoSlots:  # an executor whose second worker is killed (-9) and whose third is lost with its node
@@ -142,7 +142,7 @@ def test_a_worker_that_died_leaves_its_families_not_reached_with_the_reason(tmp_
         def run(self, jobs, out, done, log):
             ends = [(0, None, {}), (-9, "killed", {"gpu": "1"}), (None, "its Ray worker was lost: node died", {})]
             for job, (rc, why, where) in zip(jobs, ends):
-                done(placement.Ran(job, rc, why, where))
+                done(executors.Ran(job, rc, why, where))
     exits = catalog._fan_out(p, TwoSlots(), log=lambda line: None)
     found = catalog.assemble(p, exits, 1.0)
     assert [(u.family, u.why) for u in found.unreached] == [

@@ -1,0 +1,94 @@
+"""Jobs as processes of this machine: per_gpu[gpu] at once on each GPU, each seeing only its own."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections import deque
+from pathlib import Path
+
+from shortlist import mps as mps_
+from shortlist.executors.jobs import PER_GPU, WHERE, Job, Ran, command, describe
+from shortlist.executors.kill import stop
+from shortlist.executors.protocol import Executor
+
+POLL_S = 0.2  # how often the local executor looks at its jobs
+
+
+def visible_gpus() -> list[str]:
+    """The GPUs this process may use, as CUDA_VISIBLE_DEVICES values."""
+    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if listed is not None:
+        return [d.strip() for d in listed.split(",") if d.strip() and d.strip() != "-1"]
+    try:
+        import torch
+        return [str(i) for i in range(torch.cuda.device_count())]
+    except ImportError:
+        return []
+
+
+class Local(Executor):
+    """Jobs as processes of this machine: per_gpu[gpu] at once on each GPU; no GPU: one at a time."""
+    name = "local"
+
+    def __init__(self, per_gpu: dict[str, int], mps: "mps_.Service | None" = None):
+        self.mps = mps  # the run's MPS daemon, stopped by close(); its clients are the GPU jobs
+        # slot k of every GPU before slot k + 1 of any: fewer jobs than slots spread over the GPUs
+        self.slots = [(gpu, n) for k in range(max(per_gpu.values(), default=0)) for gpu, n in per_gpu.items()
+                      if k < n] or [(None, 1)]
+        self.serial = not per_gpu
+
+    def capacity(self) -> int:
+        return len(self.slots)
+
+    def cpus_per_job(self) -> float:
+        return (os.cpu_count() or 1) / len(self.slots)
+
+    def close(self) -> None:
+        if self.mps is not None:
+            self.mps.stop()
+
+    def run(self, jobs, out, done=None, log=print):
+        queue, running, ended = deque(jobs), {}, []
+        try:
+            while queue or running:
+                for slot in range(len(self.slots)):
+                    if slot not in running and queue:
+                        running[slot] = self._start(queue.popleft(), slot, out, log)
+                for slot, (job, proc, scratch, where, started) in list(running.items()):
+                    if proc.poll() is None:
+                        continue
+                    del running[slot]
+                    shutil.rmtree(scratch, ignore_errors=True)
+                    ran = Ran(job, proc.returncode, None if proc.returncode == 0 else f"exited with {proc.returncode}",
+                              where, time.time() - started)
+                    ended.append(ran)
+                    if done:
+                        done(ran)
+                if running:
+                    time.sleep(POLL_S)
+        finally:
+            stop([proc for _, proc, _, _, _ in running.values()])
+            for _, _, scratch, _, _ in running.values():
+                shutil.rmtree(scratch, ignore_errors=True)
+        return ended
+
+    def _start(self, job: Job, slot: int, out, log):
+        gpu, n = (None, 1) if job.alone else self.slots[slot]
+        where = {"executor": "local", "node": socket.gethostname(), "slot": None if job.alone else slot + 1,
+                 "slots": len(self.slots), "gpu": gpu, "per_gpu": n if gpu is not None else None,
+                 "mps": gpu is not None and self.mps is not None}
+        scratch = Path(tempfile.mkdtemp(prefix="shortlist-job-"))
+        for name, data in job.files:
+            (scratch / name).write_bytes(data)  # the job's own scratch, not the output folder
+        env = dict(os.environ, PYTHONUNBUFFERED="1", **{WHERE: json.dumps(where)})
+        if gpu is not None:
+            env |= {"CUDA_VISIBLE_DEVICES": gpu, PER_GPU: str(n), **(self.mps.env() if self.mps else {})}
+        log(f"{job.name}: started{describe(where)}")
+        proc = subprocess.Popen(command(job, Path(out), scratch, os.getpid()), env=env, stdin=subprocess.DEVNULL,
+                                start_new_session=True)  # a terminal's Ctrl-C reaches the batch, which stops it
+        return job, proc, scratch, where, time.time()
