@@ -3,7 +3,7 @@
 The notebooks are the tested path: the runner only executes them, in fresh processes, with the
 settings as papermill parameters. It resumes: 01 is kept while its predictions verify, and a
 family whose result matches the predictions hash is not run again. Each family is a job of
-shortlist.placement's executor, from a queue: `per_gpu` at once on each visible GPU, each seeing
+shortlist.executors' executor, from a queue: `per_gpu` at once on each visible GPU, each seeing
 only its own (local), or Ray tasks on a cluster, whose results come back to this process, the only
 one that writes the output folder there; without a GPU they run one after another. A family that
 fails (its notebook raised, its process or its node died) is recorded with the reason (its executed
@@ -141,7 +141,7 @@ def papermill(notebook: str, dest: str, parameters: str, out: str | None = None)
     (ipykernel warns that TCP is unencrypted), and runs in the repository's notebooks/, as Run All by hand
     does. Its sockets live in a private temporary folder: left to jupyter_client's default (a relative
     "kernel-ipc"), they land in the kernel's working folder, where a killed kernel leaves them behind. The
-    kernel starts through shortlist.placement's launcher: it dies with this process and takes its share
+    kernel starts through shortlist.executors' launcher: it dies with this process and takes its share
     of the GPU."""
     import shutil
     import tempfile
@@ -225,7 +225,7 @@ class Outcome:
 def run(settings: Settings, notebooks: Notebooks | None = None, log=print,
         where: executors.Placement | None = None) -> Outcome:
     """The whole proof: every family is tried and the report is built even where some fail. Families
-    run as jobs of the placement's executor (shortlist.placement: this machine's GPUs, or a Ray
+    run as jobs of the placement's executor (shortlist.executors: this machine's GPUs, or a Ray
     cluster); one run at a time holds the output folder."""
     notebooks = notebooks or THE_NOTEBOOKS
     settings = settings.replace(out=str(Path(settings.out).resolve()))  # kernels run elsewhere

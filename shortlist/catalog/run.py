@@ -17,7 +17,7 @@ is "improves", ranked by mean p(1-p), written under one output folder:
 A row is kept by a rerun when the model (name and revision), the whole trainee record, the number
 of tasks, their first seed, the sampling seed and the Reasoning Gym version are the same and its
 level still gives the same spec: the same tasks (each row records their SHA-256), sampled the
-same way. Families fan out to worker jobs (walk.py), one per slot of shortlist.placement's executor
+same way. Families fan out to worker jobs (walk.py), one per slot of shortlist.executors' executor
 (--per-gpu N on each visible GPU, or a Ray cluster), as the proof's do; without a GPU this process
 walks them in turn. This module is the run; records.py holds what it finds, files.py writes it.
 """
