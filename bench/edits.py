@@ -70,7 +70,10 @@ def _prediction(record: dict, body: dict) -> None:
 
 def _committed_seed(record: dict, body: dict, which: str) -> None:
     held = commit.held_out(body, record["family"])
-    pool = getattr(held, which)
+    if held is None:  # a run held out by seed only (schema 2): its seed ranges are all it committed
+        pool = [body["seed_ranges"][which][0]] if which in ("train", "predict") else []
+    else:
+        pool = getattr(held, which)
     if not pool:
         raise Skip(f"no {which} seed committed")
     _seed(record, pool[0])

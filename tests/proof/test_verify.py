@@ -2,6 +2,7 @@
 found, an honest result passes, a rerun moves a failing result aside and trains the family again, and the report
 marks it naming the file."""
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -73,3 +74,19 @@ def test_a_rejected_family_is_marked_in_the_report_and_trained_again_on_rerun(sm
     again = records.read(files.result(copy.out, slug))
     assert isinstance(again, records.FamilyResult) and (again.before, again.after, again.gain) == \
         (done.before, done.after, done.gain)
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "smollm2"  # a real run (H200), held out by seed only
+
+
+def test_a_real_run_verifies_and_its_edits_are_found(scorer, tmp_path):
+    body, sha = commit.committed(EXAMPLE, commit.READABLE)
+    key = body["families"][0]
+    result = records.read(files.result(EXAMPLE, sources.parse(key).slug), sha)
+    assert verify.family(EXAMPLE, body, sha, result, scorer).reasons == ()  # 400 answers scored again, as they were
+    for name in ("one per-task score edited, summaries recomputed", "evaluation starts at a training seed",
+                 "scoring answers 12345"):
+        copy = tmp_path / name.split()[0]
+        shutil.copytree(EXAMPLE, copy)
+        edits.apply(copy, key, name)
+        assert edits.detected(copy, key, scorer) is not None, f"{name} was used as sound"
