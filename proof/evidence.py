@@ -46,7 +46,7 @@ class Evidence:
         return len({g for g, u in zip(self.groups, self.unseen) if u})
 
 
-class _Tasks:
+class CommittedTasks:
     """A committed family's training and prediction tasks, built once, only where something is measured."""
 
     def __init__(self, body: dict, key: str, held):
@@ -77,7 +77,7 @@ def gather(body: dict, results: dict, scorer=None) -> dict:
 
 def one(body: dict, key: str, result, trainee: Trainee, scorer) -> Evidence:
     screen, held = commit.prediction_for(body, key), commit.held_out(body, key)
-    tasks, measured = _Tasks(body, key, held), []
+    tasks, measured = CommittedTasks(body, key, held), []
     if held is not None:
         seeds = result.before.seeds if result else held.seeds
         unseen, groups, skipped = [True] * len(seeds), list(held.groups), len(held.skipped)
@@ -114,7 +114,7 @@ def one(body: dict, key: str, result, trainee: Trainee, scorer) -> Evidence:
                     held.reservation.as_dict() if held is not None and held.reservation else None, tuple(measured))
 
 
-def _audit(body: dict, screen: dict, tasks: _Tasks, trainee: Trainee, scorer, measured: list):
+def _audit(body: dict, screen: dict, tasks: CommittedTasks, trainee: Trainee, scorer, measured: list):
     """The committed screen's audit, or (for a run older than this version's policies) the audit
     measured now on its prediction tasks, and the verdict this version's rule gives the screen with it."""
     if body.get("schema", 0) >= commit.SCHEMA:

@@ -2,7 +2,8 @@
 
 The notebooks are the tested path: the runner only executes them, in fresh processes, with the
 settings as papermill parameters. It resumes: 01 is kept while its predictions verify, and a
-family whose result matches the predictions hash is not run again. Each family is a job of
+family whose result matches the predictions hash and verifies again (proof/verify.py) is not run
+again; one that fails is moved aside, said in one line, and runs again. Each family is a job of
 shortlist.executors' executor, from a queue: `per_gpu` at once on each visible GPU, each seeing
 only its own (local), or Ray tasks on a cluster, whose results come back to this process, the only
 one that writes the output folder there; without a GPU they run one after another. A family that
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import nbformat
 
-from proof import checkpoint, commit, files, records
+from proof import checkpoint, commit, files, records, verify
 from proof.settings import Settings
 from shortlist import executors, provenance, sources
 from shortlist.executors import sizing
@@ -209,11 +210,12 @@ def stamp(dest: Path, sha: str | None, settings: Settings) -> None:
     files.write_text(dest, nbformat.writes(nb))
 
 
-def pending(settings: Settings, sha: str) -> list[str]:
-    """Families without a finished result for these predictions (failed ones are tried again)."""
-    return [key for key in settings.families
-            if not isinstance(records.read(files.result(settings.out, sources.parse(key).slug), sha),
-                              records.FamilyResult)]
+def pending(settings: Settings, sha: str, log=print) -> list[str]:
+    """Families without a finished result for these predictions that verifies (proof/verify.py: one that
+    fails is moved aside, said in one line, and runs again; failed ones are tried again too)."""
+    body, _ = commit.committed(settings.out)
+    with verify.scorer_for(body) as scorer:
+        return [key for key in settings.families if verify.done(settings.out, body, sha, key, scorer, log) is None]
 
 
 @dataclass
@@ -259,7 +261,7 @@ def _run(settings: Settings, notebooks: Notebooks, log, executor: executors.Exec
     except commit.CommitError:
         _check_model(settings, executor)  # a model that cannot be had is the real problem, before any difference
         raise
-    todo = pending(settings, sha)
+    todo = pending(settings, sha, log)
     if todo:
         _check_model(settings, executor)  # committed earlier, perhaps elsewhere: this machine must still be able to train
     log(f"02_train_family: {len(todo)} of {len(settings.families)} families to run"

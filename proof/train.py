@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from proof import checkpoint, commit, evaluate, fast_grpo, files, records, stats, trl_internals
+from proof import checkpoint, commit, evaluate, fast_grpo, files, records, stats, trl_internals, verify
 from proof.records import Evaluation, FamilyResult
 from proof.settings import Settings
 from shortlist import audit, output, provenance, scoring, sources
@@ -249,8 +249,9 @@ def check(settings: Settings, family, log=print) -> Run:
     family = sources.parse(family)
     body, sha = commit.verified(settings, family.key)
     run = Run(settings, family, body, sha, {})
-    old = records.read(files.result(settings.out, family.slug), sha)
-    if isinstance(old, FamilyResult):
+    with verify.scorer_for(body) as scorer:  # a result that fails verification is moved aside: trained again
+        old = verify.done(settings.out, body, sha, family.key, scorer, log)
+    if old is not None:
         log(f"{family.key}: result already there ({files.result(settings.out, family.slug)})")
         run.done = old
         return run

@@ -2,15 +2,15 @@
 
 Every table and figure is built from the output folder alone (predictions.json and the family results,
 read back as validated records), so the report can be rebuilt, or re-scored, without a model or a GPU.
-A result whose recomputable parts disagree with its own scores or with the committed predictions is
-Corrupt, with the reason, and left out of every table.
+A result that fails verification (proof/verify.py: its statistics, its answers scored again, its tasks,
+its commitment) is Corrupt, with the file and the reasons, and left out of every table.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from proof import analysis, commit, evidence, files, records, rules, stats
+from proof import analysis, commit, evidence, files, records, rules, verify
 from proof.records import Corrupt, FamilyResult, Failure
 from shortlist import sources
 from shortlist.trainee import Trainee
@@ -39,24 +39,21 @@ class Report:
 
 
 def load(out, scorer=None) -> Report:
-    """Predictions (hash checked) and every result that was made against them, validated and checked
-    against the committed predictions; what a run did not record (an older run) is measured with a
-    Scorer (one is started here if none is given)."""
+    """Predictions (hash checked) and every result that was made against them, validated and verified again
+    (proof/verify.py: recomputed, re-scored, checked against the commitment); what a run did not record (an
+    older run) is measured. One Scorer serves it all: the one given, or one started here when first needed."""
     body, sha = commit.committed(out, commit.READABLE)
     results = {}
-    for key in body["families"]:
-        result = records.read(files.result(out, sources.parse(key).slug), sha)
-        if isinstance(result, FamilyResult):
-            result = recomputed(result, body, files.result(out, result.slug))
-        if result is not None:
-            results[key] = result
-    done = [results[k] for k in body["families"] if isinstance(results.get(k), FamilyResult)]
-    if needs_scorer(body, done) and scorer is None:
-        from shortlist.scoring import Scorer
-        with Scorer(deadline_s=body["settings"]["score_deadline_s"]) as own:
-            found = evidence.gather(body, results, own)
-    else:
-        found = evidence.gather(body, results, scorer)
+    with verify.scorer_for(body, scorer) as scoring:
+        for key in body["families"]:
+            result = records.read(files.result(out, sources.parse(key).slug), sha)
+            if isinstance(result, FamilyResult):
+                verdict = verify.family(out, body, sha, result, scoring)
+                result = result if verdict.ok else Corrupt(verdict.path, verdict.line(out))
+            if result is not None:
+                results[key] = result
+        done = [results[k] for k in body["families"] if isinstance(results.get(k), FamilyResult)]
+        found = evidence.gather(body, results, scoring)
     analyses = {r.family: analysis.family(r, body["settings"], found[r.family], body["trainee"]) for r in done}
     across = analysis.across(body["predictions"], done, [analyses[r.family] for r in done], body["trainee"],
                              {"power": power(body, found)})
@@ -71,32 +68,6 @@ def power(body: dict, found: dict) -> dict:
         return committed
     return rules.power(body["trainee"], body["predictions"], {k: list(e.not_judged) for k, e in found.items()}) | {
         "computed": "now, from the commitment"}
-
-
-def needs_scorer(body: dict, done: list) -> bool:
-    """Whether evidence.gather() must measure something (a run older than this version)."""
-    return body.get("schema", 0) < commit.SCHEMA or any("policy" not in r.baselines for r in done)
-
-
-def recomputed(result: FamilyResult, body: dict, path) -> FamilyResult | Corrupt:
-    """The result, if everything in it that can be recomputed from its per-task scores and the committed
-    predictions agrees: its gain, interval and p (the seed's bootstrap again), improved, held, and its
-    prediction, settings and trainee as committed. A record that disagrees was edited or made elsewhere."""
-    s = body["settings"]
-    again = stats.paired_gain(result.before.scores, result.after.scores, s["bootstrap_n"])
-    why = []
-    if again != result.gain:
-        why.append(f"its gain/ci95/p ({result.gain}) disagree with its scores ({again})")
-    if result.improved != stats.improved(again, s["alpha"]):
-        why.append("improved disagrees with its scores")
-    committed_prediction = commit.prediction_for(body, result.family)
-    if result.prediction != committed_prediction:
-        why.append("its prediction is not the committed one")
-    if result.held != (stats.improved(again, s["alpha"]) == (committed_prediction["prediction"] == "improves")):
-        why.append("held disagrees with the committed prediction")
-    if result.settings != s or result.trainee != body["trainee"]:
-        why.append("its settings or trainee are not the committed ones")
-    return Corrupt(str(path), "; ".join(why)) if why else result
 
 
 def status(report: Report, key: str) -> str:

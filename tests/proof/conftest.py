@@ -13,7 +13,7 @@ def smoke_run(tmp_path_factory):
 
 
 @pytest.fixture
-def synthetic(tmp_path):
+def synthetic(tmp_path, monkeypatch):
     """An output folder of made-up outcomes, committed and written as the proof writes them.
 
     make({family: {"prediction": "improves" | "no change", "before": scores, "after": scores}})
@@ -21,8 +21,11 @@ def synthetic(tmp_path):
     (None: not extracted), "before_flags"/"after_flags" ((clipped, repetitive) for every answer),
     "groups" (each evaluation task's distinct question), "baselines" (what policies earn, as
     shortlist.audit.constants() says; default: nothing); "failed": reason records a failed family.
-    not_run=[...] adds committed families without a result."""
-    from proof import commit, files, heldout, records, runner, settings, train
+    not_run=[...] adds committed families without a result. Its answers and baselines are made up, so
+    they are not scored again here (tests/proof/test_verify.py scores a real run's); every other check of
+    proof/verify.py applies."""
+    from proof import commit, files, heldout, records, runner, settings, train, verify
+    monkeypatch.setattr(verify, "rescored", lambda *args: [])
     from proof.records import Evaluation
     from shortlist import sources as families
     from shortlist import screening

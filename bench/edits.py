@@ -1,0 +1,212 @@
+"""What an adversary's edits to a finished family do: each applied to a copy of a finished output folder, then
+the family checked as a rerun and the report check it (proof/verify.py); prints detected/tried.
+
+    python bench/edits.py --out results/smoke          # a finished run (python -m proof run --preset smoke)
+
+Each edit keeps the file a valid record wherever it can: the summaries, the gain, its interval and p,
+improved and held are recomputed after the edit (resummarize), so only what verify.py recomputes from
+elsewhere (the scorer, the commitment, before.json) can find it. tests/proof/test_verify.py runs the same list.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from proof import commit, files, records, stats, verify
+from proof.records import Evaluation
+from shortlist import sources
+from shortlist.trainee import Trainee
+
+
+class Skip(Exception):
+    """An edit this folder offers nothing to (no skipped seed, no unextracted answer)."""
+
+
+def resummarize(record: dict, body: dict) -> dict:
+    """The summaries and the seed's analysis made to agree with the edited lists, as a careful forger would."""
+    for part in ("before", "after"):
+        lists = {k: record[part][k] for k in ("seeds", "completions", "answers", "scores", "clipped", "repetitive")}
+        record[part] = Evaluation(**lists).as_dict()
+    s = body["settings"]
+    record["gain"] = stats.paired_gain(record["before"]["scores"], record["after"]["scores"], s["bootstrap_n"])
+    record["improved"] = stats.improved(record["gain"], s["alpha"])
+    record["held"] = record["improved"] == (record["prediction"]["prediction"] == "improves")
+    return record
+
+
+def _permute(record: dict, order: list[int]) -> None:
+    for part in ("before", "after"):
+        for k in ("seeds", "completions", "answers", "scores", "clipped", "repetitive"):
+            record[part][k] = [record[part][k][i] for i in order]
+
+
+def _seed(record: dict, seed: int) -> None:
+    for part in ("before", "after"):
+        record[part]["seeds"][0] = seed
+
+
+def _flip_score(record: dict, body: dict) -> None:
+    record["after"]["scores"][0] = 1.0 - record["after"]["scores"][0]
+
+
+def _forged(record: dict, body: dict) -> None:
+    record["after"]["scores"] = [1.0] * len(record["after"]["scores"])
+
+
+def _swap(record: dict, body: dict) -> None:
+    if record["before"] == record["after"]:
+        raise Skip("before and after are the same: swapping them changes nothing")
+    record["before"], record["after"] = record["after"], record["before"]
+
+
+def _prediction(record: dict, body: dict) -> None:
+    p = record["prediction"]
+    p["prediction"] = "no change" if p["prediction"] == "improves" else "improves"
+
+
+def _committed_seed(record: dict, body: dict, which: str) -> None:
+    held = commit.held_out(body, record["family"])
+    if held is None:  # a run held out by seed only (schema 2): its seed ranges are all it committed
+        pool = [body["seed_ranges"][which][0]] if which in ("train", "predict") else []
+    else:
+        pool = getattr(held, which)
+    if not pool:
+        raise Skip(f"no {which} seed committed")
+    _seed(record, pool[0])
+
+
+def _unextracted(record: dict, body: dict) -> None:
+    nothing = sum(a is None for part in ("before", "after") for a in record[part]["answers"])
+    if not nothing or "unextracted" not in record["scoring"]:
+        raise Skip("no evaluation answer without an extraction")
+    record["scoring"]["unextracted"] = nothing - 1
+
+
+def _same_length(record: dict, body: dict) -> None:
+    """A completion rewritten, length kept, to hold the other answer (right where it was wrong, or wrong where
+    it was right); its saved answer made to match, its score kept."""
+    trainee, after = Trainee.from_dict(body["trainee"]), record["after"]
+    tasks = sources.parse(record["family"]).tasks(after["seeds"])
+    for i, (c, task) in enumerate(zip(after["completions"], tasks)):
+        gold = str(task["answer"])
+        answer = gold if after["scores"][i] < 1.0 else gold + "0"
+        new = (trainee.written(answer) + c)[:len(c)]
+        if len(new) == len(c) and trainee.clean(new) == answer:
+            after["completions"][i], after["answers"][i] = new, answer
+            return
+    raise Skip("no completion long enough to hold an answer")
+
+
+def _answer(record: dict, body: dict) -> None:
+    after = record["after"]
+    after["answers"][0] = "x" if after["answers"][0] != "x" else "y"
+
+
+def _baselines(record: dict, body: dict) -> None:
+    if "policy" not in record["baselines"]:
+        raise Skip("no baselines recorded")
+    record["baselines"]["policy"]["accuracy"] = 0.0 if record["baselines"]["policy"]["accuracy"] else 1.0
+    record["baselines"]["mode"]["accuracy"] = 0.0 if record["baselines"]["mode"]["accuracy"] else 1.0
+
+
+def _engine_before(record: dict, body: dict) -> None:
+    e = record["engine"]["before"]
+    e["checks"] = [] if e.get("checks") else [{"rows": 8, "identical_rows": 8, "tokens": 8, "passed": True}]
+    e["engine"], e["why"] = "static", None
+
+
+def _counts(name: str, value: int):
+    def edit(record: dict, body: dict) -> None:
+        record["scoring"][name] = value
+    return edit
+
+
+def _ci(record: dict, body: dict) -> None:
+    record["gain"]["ci95"][0] -= 0.01
+
+
+def _p(record: dict, body: dict) -> None:
+    g = record["gain"]
+    g["p"] = 0.5 if g["p"] <= body["settings"]["alpha"] else 0.0
+    record["improved"] = stats.improved(g, body["settings"]["alpha"])
+    record["held"] = record["improved"] == (record["prediction"]["prediction"] == "improves")
+
+
+# name -> (edit of the result record, whether the summaries and the analysis are recomputed after it)
+EDITS = {
+    "ci95 edited": (_ci, False),
+    "p edited (improved and held to match)": (_p, False),
+    "one per-task score edited, summaries recomputed": (_flip_score, True),
+    "a forged result (every task right), summaries recomputed": (_forged, True),
+    "before and after swapped, summaries recomputed": (_swap, True),
+    "prediction edited, held recomputed": (_prediction, True),
+    "settings edited": (lambda r, b: r["settings"].update(lr=r["settings"]["lr"] * 2), False),
+    "trainee edited": (lambda r, b: r["trainee"].update(max_new_tokens=r["trainee"]["max_new_tokens"] + 1), False),
+    "tasks reordered, summaries recomputed": (lambda r, b: _permute(r, list(range(len(r["after"]["seeds"])))[::-1]),
+                                              True),
+    "evaluation starts at a training seed": (lambda r, b: _committed_seed(r, b, "train"), True),
+    "evaluation starts at a seed skipped as not held out": (lambda r, b: _committed_seed(r, b, "skipped"), True),
+    "scoring answers 12345": (_counts("answers", 12345), False),
+    "scoring exceptions 12345": (_counts("exceptions", 12345), False),
+    "scoring timeouts -1": (_counts("timeouts", -1), False),
+    "scoring unextracted below the evaluations' own": (_unextracted, False),
+    "a completion edited to the same length, its answer to match": (_same_length, True),
+    "a saved answer edited, summaries recomputed": (_answer, True),
+    "baselines edited (hiding a collapse)": (_baselines, False),
+    "engine record before training edited (self-check hidden)": (_engine_before, False),
+}
+
+
+def apply(out, key: str, name: str) -> None:
+    """One edit of EDITS to the family's result in out, in place (Skip: nothing in it to edit)."""
+    body, _ = commit.committed(out, commit.READABLE)
+    path = files.result(out, sources.parse(key).slug)
+    record = json.loads(path.read_text())
+    edit, again = EDITS[name]
+    edit(record, body)
+    files.write_json(path, resummarize(record, body) if again else record)
+
+
+def detected(out, key: str, scorer) -> str | None:
+    """Why the family's result is not used as sound (the first reason), or None where it would be."""
+    try:
+        body, sha = commit.committed(out, commit.READABLE)
+    except commit.CommitError as e:
+        return str(e)
+    result = records.read(files.result(out, sources.parse(key).slug), sha)
+    if not isinstance(result, records.FamilyResult):
+        return "not a finished result" if result is None else f"corrupt: {result.reason}"
+    verdict = verify.family(out, body, sha, result, scorer)
+    return None if verdict.ok else verdict.reasons[0]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True, help="a finished output folder (it is copied, never changed)")
+    args = ap.parse_args(argv)
+    body, _ = commit.committed(args.out, commit.READABLE)
+    tried = found = 0
+    with tempfile.TemporaryDirectory(prefix="shortlist-edits-") as scratch, verify.scorer_for(body) as scorer:
+        for key in body["families"]:
+            for name in EDITS:
+                copy = Path(scratch) / "out"
+                shutil.rmtree(copy, ignore_errors=True)
+                shutil.copytree(args.out, copy, ignore=shutil.ignore_patterns("checkpoints", "compile", "notebooks"))
+                try:
+                    apply(copy, key, name)
+                except Skip as e:
+                    print(f"skipped  {key}: {name} ({e})")
+                    continue
+                why = detected(copy, key, scorer)
+                tried, found = tried + 1, found + (why is not None)
+                print(f"{'detected' if why else 'MISSED  '} {key}: {name}" + (f": {why}" if why else ""))
+    print(f"{found}/{tried} edits detected")
+    return 0 if found == tried else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
