@@ -67,8 +67,11 @@ class Builders:
     def __init__(self, processes: int, first_seed: int, n: int):
         self.args, self.queued, self.running, self.ready = (first_seed, n), deque(), {}, []
         # spawn: a builder needs Reasoning Gym, not this process's CUDA context or threads
-        self.pool = ProcessPoolExecutor(processes, mp_context=mp.get_context("spawn"), initializer=_builder_start,
-                                        initargs=(os.getpid(),)) if processes else None
+        context = mp.get_context("spawn")
+        self._started = context.SimpleQueue()  # each builder's pid, put as it starts: close() kills them
+        self.pool = ProcessPoolExecutor(processes, mp_context=context, initializer=_builder_start,
+                                        initargs=(os.getpid(), self._started)) if processes else None
+        self._pids: set[int] = set()
 
     @property
     def pending(self) -> int:
@@ -101,16 +104,22 @@ class Builders:
         self.ready.remove(best)
         return best
 
+    def pids(self) -> set[int]:
+        """The builder processes started so far (each says its pid as it starts)."""
+        while not self._started.empty():
+            self._pids.add(self._started.get())
+        return set(self._pids)
+
     def close(self) -> None:
         """Stop at once: a build still running (the budget ran out) is killed, not waited for."""
         if self.pool is None:
             return
-        kill = getattr(self.pool, "kill_workers", None)  # Python 3.14; before it, the pool's own processes
-        for process in ([] if kill else list(getattr(self.pool, "_processes", {}).values())):
-            process.kill()
-        if kill:
-            kill()
         self.pool.shutdown(wait=False, cancel_futures=True)
+        for pid in self.pids():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
 def first(ready: list[Built]) -> Built:
@@ -121,11 +130,12 @@ def first(ready: list[Built]) -> Built:
                                      max((len(t["question"]) for t in b.tasks or []), default=0)))
 
 
-def _builder_start(parent: int) -> None:
+def _builder_start(parent: int, started) -> None:
     """A builder prints nothing (some generators write to stdout, from C too: the shortlist goes
     there), and ends when its worker does, however the worker ended (a kill leaves no time to stop it)."""
     import threading
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C is the run's to handle: it stops builders
+    started.put(os.getpid())
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.close(devnull)
