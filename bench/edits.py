@@ -107,16 +107,30 @@ def _answer(record: dict, body: dict) -> None:
 
 
 def _baselines(record: dict, body: dict) -> None:
-    if "policy" not in record["baselines"]:
+    if "policy" not in record.get("baselines", {}):
         raise Skip("no baselines recorded")
     record["baselines"]["policy"]["accuracy"] = 0.0 if record["baselines"]["policy"]["accuracy"] else 1.0
     record["baselines"]["mode"]["accuracy"] = 0.0 if record["baselines"]["mode"]["accuracy"] else 1.0
 
 
 def _engine_before(record: dict, body: dict) -> None:
-    e = record["engine"]["before"]
+    e = record["engine"].get("before")
+    if not isinstance(e, dict):
+        raise Skip("no engine record of the evaluation before training")
     e["checks"] = [] if e.get("checks") else [{"rows": 8, "identical_rows": 8, "tokens": 8, "passed": True}]
     e["engine"], e["why"] = "static", None
+
+
+def _engine_claims(record: dict, body: dict) -> None:
+    """The fallback's reason left in place, the failed self-check it rests on removed."""
+    record["engine"]["train"] = {"engine": "generate", "checks": [],
+                                 "why": "the fast engine's greedy tokens differed from generate()'s in 3 of 32 rows"}
+
+
+def _engine_serving(record: dict, body: dict) -> None:
+    """A failed self-check kept, the fast engine named as serving anyway."""
+    record["engine"]["after"] = {"engine": "static", "why": None,
+                                 "checks": [{"rows": 32, "identical_rows": 29, "tokens": 24, "passed": False}]}
 
 
 def _counts(name: str, value: int):
@@ -158,6 +172,8 @@ EDITS = {
     "a saved answer edited, summaries recomputed": (_answer, True),
     "baselines edited (hiding a collapse)": (_baselines, False),
     "engine record before training edited (self-check hidden)": (_engine_before, False),
+    "engine record of training: a disagreement whose self-check was removed": (_engine_claims, False),
+    "engine record after training: a failed self-check, the fast engine serving": (_engine_serving, False),
 }
 
 
