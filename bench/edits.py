@@ -177,8 +177,23 @@ EDITS = {
 }
 
 
+def _swap_and_hide(out, key: str) -> None:
+    """Before and after swapped, and the before.json that would show it removed."""
+    apply(out, key, "before and after swapped, summaries recomputed")
+    before = files.work(out, sources.parse(key).slug) / "before.json"
+    if not before.exists():
+        raise Skip("no before.json to remove")
+    before.unlink()
+
+
+FOLDER_EDITS = {"before and after swapped, before.json removed": _swap_and_hide}  # name -> edit of (out, key)
+ALL = (*EDITS, *FOLDER_EDITS)
+
+
 def apply(out, key: str, name: str) -> None:
-    """One edit of EDITS to the family's result in out, in place (Skip: nothing in it to edit)."""
+    """One edit of ALL to the family's result in out, in place (Skip: nothing in it to edit)."""
+    if name in FOLDER_EDITS:
+        return FOLDER_EDITS[name](out, key)
     body, _ = commit.committed(out, commit.READABLE)
     path = files.result(out, sources.parse(key).slug)
     record = json.loads(path.read_text())
@@ -208,7 +223,7 @@ def main(argv=None) -> int:
     tried = found = 0
     with tempfile.TemporaryDirectory(prefix="shortlist-edits-") as scratch, verify.scorer_for(body) as scorer:
         for key in body["families"]:
-            for name in EDITS:
+            for name in ALL:
                 copy = Path(scratch) / "out"
                 shutil.rmtree(copy, ignore_errors=True)
                 shutil.copytree(args.out, copy, ignore=shutil.ignore_patterns("checkpoints", "compile", "notebooks"))
