@@ -219,7 +219,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="a finished output folder (it is copied, never changed)")
     args = ap.parse_args(argv)
-    body, _ = commit.committed(args.out, commit.READABLE)
+    try:
+        body, _ = commit.committed(args.out, commit.READABLE)
+    except commit.CommitError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     tried = found = 0
     with tempfile.TemporaryDirectory(prefix="shortlist-edits-") as scratch, verify.scorer_for(body) as scorer:
         for key in body["families"]:
