@@ -107,16 +107,30 @@ def _answer(record: dict, body: dict) -> None:
 
 
 def _baselines(record: dict, body: dict) -> None:
-    if "policy" not in record["baselines"]:
+    if "policy" not in record.get("baselines", {}):
         raise Skip("no baselines recorded")
     record["baselines"]["policy"]["accuracy"] = 0.0 if record["baselines"]["policy"]["accuracy"] else 1.0
     record["baselines"]["mode"]["accuracy"] = 0.0 if record["baselines"]["mode"]["accuracy"] else 1.0
 
 
 def _engine_before(record: dict, body: dict) -> None:
-    e = record["engine"]["before"]
+    e = record["engine"].get("before")
+    if not isinstance(e, dict):
+        raise Skip("no engine record of the evaluation before training")
     e["checks"] = [] if e.get("checks") else [{"rows": 8, "identical_rows": 8, "tokens": 8, "passed": True}]
     e["engine"], e["why"] = "static", None
+
+
+def _engine_claims(record: dict, body: dict) -> None:
+    """The fallback's reason left in place, the failed self-check it rests on removed."""
+    record["engine"]["train"] = {"engine": "generate", "checks": [],
+                                 "why": "the fast engine's greedy tokens differed from generate()'s in 3 of 32 rows"}
+
+
+def _engine_serving(record: dict, body: dict) -> None:
+    """A failed self-check kept, the fast engine named as serving anyway."""
+    record["engine"]["after"] = {"engine": "static", "why": None,
+                                 "checks": [{"rows": 32, "identical_rows": 29, "tokens": 24, "passed": False}]}
 
 
 def _counts(name: str, value: int):
@@ -158,11 +172,28 @@ EDITS = {
     "a saved answer edited, summaries recomputed": (_answer, True),
     "baselines edited (hiding a collapse)": (_baselines, False),
     "engine record before training edited (self-check hidden)": (_engine_before, False),
+    "engine record of training: a disagreement whose self-check was removed": (_engine_claims, False),
+    "engine record after training: a failed self-check, the fast engine serving": (_engine_serving, False),
 }
 
 
+def _swap_and_hide(out, key: str) -> None:
+    """Before and after swapped, and the before.json that would show it removed."""
+    apply(out, key, "before and after swapped, summaries recomputed")
+    before = files.work(out, sources.parse(key).slug) / "before.json"
+    if not before.exists():
+        raise Skip("no before.json to remove")
+    before.unlink()
+
+
+FOLDER_EDITS = {"before and after swapped, before.json removed": _swap_and_hide}  # name -> edit of (out, key)
+ALL = (*EDITS, *FOLDER_EDITS)
+
+
 def apply(out, key: str, name: str) -> None:
-    """One edit of EDITS to the family's result in out, in place (Skip: nothing in it to edit)."""
+    """One edit of ALL to the family's result in out, in place (Skip: nothing in it to edit)."""
+    if name in FOLDER_EDITS:
+        return FOLDER_EDITS[name](out, key)
     body, _ = commit.committed(out, commit.READABLE)
     path = files.result(out, sources.parse(key).slug)
     record = json.loads(path.read_text())
@@ -188,11 +219,15 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="a finished output folder (it is copied, never changed)")
     args = ap.parse_args(argv)
-    body, _ = commit.committed(args.out, commit.READABLE)
+    try:
+        body, _ = commit.committed(args.out, commit.READABLE)
+    except commit.CommitError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     tried = found = 0
     with tempfile.TemporaryDirectory(prefix="shortlist-edits-") as scratch, verify.scorer_for(body) as scorer:
         for key in body["families"]:
-            for name in EDITS:
+            for name in ALL:
                 copy = Path(scratch) / "out"
                 shutil.rmtree(copy, ignore_errors=True)
                 shutil.copytree(args.out, copy, ignore=shutil.ignore_patterns("checkpoints", "compile", "notebooks"))

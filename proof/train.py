@@ -245,7 +245,8 @@ class Run:
 
 
 def check(settings: Settings, family, log=print) -> Run:
-    """The commitment, the trainee, the settings and the tasks, checked before any model loads."""
+    """The commitment, the trainee, the settings and the tasks, checked before any model loads; a finished result
+    is kept only if it verifies again (proof/verify.py)."""
     family = sources.parse(family)
     body, sha = commit.verified(settings, family.key)
     run = Run(settings, family, body, sha, {})

@@ -8,8 +8,11 @@ A result file holds everything needed to check it without a model, and the commi
 - its settings, trainee, prediction and predictions hash the committed ones, its evaluation before training the
   one work/<slug>/before.json kept (so before and after cannot be swapped), its scorer counts and engine
   records possible for the answers it holds.
-What none of these can see is an edit that changes nothing they recompute (a completion's text outside its
-answer). A result that fails is rejected (reject(): moved aside with the reasons, so a rerun trains it again).
+A result of this version without its before.json is refused; an older run's (published without work/) is checked
+without it, so there a swap of before and after, or an edit of the engine record before training, goes unseen.
+Nor can any check see an edit that changes nothing it recomputes (a completion's text outside its answer), or a
+result and its before.json forged together. A result that fails is rejected (reject(): moved aside with the
+reasons, so a rerun trains it again).
 """
 from __future__ import annotations
 
@@ -100,9 +103,9 @@ def statistics(body: dict, result: FamilyResult) -> list[str]:
     """Gain, interval, p, improved and held recomputed from the per-task scores (the seed's bootstrap)."""
     s = body["settings"]
     again = stats.paired_gain(result.before.scores, result.after.scores, s["bootstrap_n"])
-    why = []
-    if {k: result.gain.get(k) for k in again} != again:
-        why.append(f"its gain/ci95/p ({ {k: result.gain.get(k) for k in again} }) disagree with its scores ({again})")
+    why, stored = [], {k: result.gain.get(k) for k in again}
+    if stored != again:
+        why.append(f"its gain/ci95/p ({stored}) disagree with its scores ({again})")
     improved = stats.improved(again, s["alpha"])
     if result.improved != improved:
         why.append("improved disagrees with its scores")
@@ -114,13 +117,13 @@ def statistics(body: dict, result: FamilyResult) -> list[str]:
 
 def seeds(body: dict, result: FamilyResult) -> list[str]:
     """The evaluation tasks are the committed held-out ones, in order; none is a seed training, prediction or
-    the held-out search passed over (a run committed before held-out records: within the evaluation range)."""
+    the held-out search passed over (a run committed before held-out records: its evaluation range, in order)."""
     got = list(result.before.seeds)
     held = commit.held_out(body, result.family) if result.family in body["families"] else None
-    if held is None:
+    if held is None:  # a run held out by seed only (schema 2) evaluated every seed of its range, in order
         low, high = body["seed_ranges"]["eval"]
-        inside = all(low <= x < high for x in got) and len(set(got)) == len(got)
-        return [] if inside else [f"its evaluation seeds are not distinct seeds of the evaluation range [{low}, {high})"]
+        return [] if got == list(range(low, high)) else [
+            f"its evaluation seeds are not the committed evaluation range [{low}, {high}) in order"]
     why = []
     if got != list(held.seeds):
         first = next((i for i, (a, b) in enumerate(zip(got, held.seeds)) if a != b), min(len(got), held.n))
@@ -136,7 +139,9 @@ def seeds(body: dict, result: FamilyResult) -> list[str]:
 
 
 def before_file(out, sha: str, result: FamilyResult) -> list[str]:
-    """The evaluation before training is the one the run kept in work/<slug>/before.json, where it is kept."""
+    """The evaluation before training is the one the run kept in work/<slug>/before.json. This version keeps one
+    beside every result, so a result of it without one is refused (before and after could not be told apart);
+    an older run's results, published without work/, are checked without it."""
     path = files.work(out, result.slug) / "before.json"
     try:
         stored = files.made_against(path, sha)
@@ -144,7 +149,8 @@ def before_file(out, sha: str, result: FamilyResult) -> list[str]:
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         return [f"{path} is unreadable ({type(e).__name__})"]
     if kept is None:
-        return []
+        return [f"no {path} made against these predictions: its evaluation before training cannot be checked"] \
+            if result.schema >= records.SCHEMA else []
     why = []
     if kept != result.before:
         why.append(f"its evaluation before training is not the one in {path}"
@@ -197,7 +203,8 @@ def engines(result: FamilyResult) -> list[str]:
         if "differed from generate()" in str(e.get("why") or ""):
             claimed.append(phase)
     if claimed and not failed_somewhere:
-        why.append(f"its engine record of {', '.join(claimed)} says the fast engine disagreed, but no self-check failed")
+        why.append(f"its engine record of {', '.join(claimed)} says the fast engine disagreed, but no self-check "
+                   f"failed")
     return why
 
 

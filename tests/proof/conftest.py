@@ -66,10 +66,13 @@ def synthetic(tmp_path, monkeypatch):
             after = list(evals["after"].answers)
             baselines = case.get("baselines", {"distinct_answers": len(set(after)) / n, "mode": nothing,
                                                "policy": nothing})
+            engine = {"engine": "static", "why": None, "checks": []}
             result = train.outcome(s, key, sha, commit.prediction_for(body, key), evals["before"], evals["after"],
                                    curve, timings={"train_s": 1.0, "eval_before_s": 0.5, "eval_after_s": 0.5},
-                                   engine={"before": {"engine": "static", "why": None, "checks": []}},
-                                   baselines=baselines)
+                                   engine={"before": engine}, baselines=baselines)
+            files.write_json(files.work(s.out, families.parse(key).slug) / "before.json",
+                             {"predictions_sha256": sha, "evaluation": evals["before"].as_dict(), "seconds": 0.5,
+                              "scoring": {}, "engine": engine})
             records.write(path, result)
         return s
     return make

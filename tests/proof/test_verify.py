@@ -22,7 +22,7 @@ def test_the_smoke_runs_results_verify(smoke_run, scorer):
         assert verify.family(s.out, body, sha, result, scorer).reasons == ()
 
 
-@pytest.mark.parametrize("name", list(edits.EDITS))
+@pytest.mark.parametrize("name", edits.ALL)
 def test_every_edit_to_a_finished_result_is_detected(smoke_run, scorer, tmp_path, name):
     s, _, _ = smoke_run
     tried = 0
