@@ -17,7 +17,7 @@ So a registered module must be importable in every process of the run.
 What a source module defines (every function deterministic in its arguments):
     VERSION: str                                     recorded with every task fingerprint
     names() -> list[str]                             every family it offers
-    settings(family) -> set[str]                     the config keys a family takes
+    settings(family) -> set[str] | None              the config keys a family takes (None: any, validate() judges)
     validate(family, config) -> None                 raises ValueError (one line) for impossible values
     entry(family, config, seed) -> dict              the task: "question", "answer" (None: none), more
     scorer(family, config) -> (answer, entry) -> float    made once per family, where answers are scored
@@ -27,6 +27,13 @@ What a source module defines (every function deterministic in its arguments):
     kinds(family) -> dict[str, tuple[type, ...]]     optional: the kinds each setting takes (family.py checks them)
     known_answer(family, config, entry) -> str | None    optional: where an entry has no gold answer, one
                                                      known to be valid (the audit's ceiling reads it)
+    identity() -> dict                               optional: what served the tasks (a server's URL, name,
+                                                     version), recorded with VERSION beside every fingerprint
+    EXTRACTION: str                                  optional: the extraction its families are read with by default
+    REMOTE = True, scores(family, config, jobs)      optional: tasks and scores come from a server, so answers
+                                                     are scored in the caller, not in the sandbox (which forbids
+                                                     the network): [index, kind, value, refused] per job, as a
+                                                     scoring zygote replies (sources/openenv.py)
 """
 from __future__ import annotations
 
@@ -36,8 +43,9 @@ from types import ModuleType
 
 DEFAULT = "reasoning_gym"
 ENVIRONMENT = "SHORTLIST_SOURCES"  # "name=module,...": the sources registered by the process that started this one
-SOURCES = {DEFAULT: "shortlist.sources.reasoning_gym"} | dict(  # source name -> module
+SOURCES = {DEFAULT: "shortlist.sources.reasoning_gym", "openenv": "shortlist.sources.openenv"} | dict(  # source name -> module
     item.split("=", 1) for item in os.environ.get(ENVIRONMENT, "").split(",") if "=" in item)
+BUILT_IN = ("reasoning_gym", "openenv")
 REQUIRED = ("VERSION", "names", "settings", "validate", "entry", "scorer", "levels", "level", "preload")
 
 
@@ -47,7 +55,7 @@ def register(name: str, module: str) -> None:
         raise ValueError(f"source name {name!r}: use letters, digits and _ only")
     SOURCES[name] = module
     _loaded.pop(name, None)
-    os.environ[ENVIRONMENT] = ",".join(f"{k}={v}" for k, v in SOURCES.items() if k != DEFAULT)
+    os.environ[ENVIRONMENT] = ",".join(f"{k}={v}" for k, v in SOURCES.items() if k not in BUILT_IN)
 
 
 _loaded: dict[str, ModuleType] = {}
@@ -77,3 +85,16 @@ def arrive(wired) -> ModuleType:
     if SOURCES.get(name) != module:
         register(name, module)
     return get(name)
+
+
+def remote(name: str) -> bool:
+    """Whether a source's answers are scored at a server (in the caller) rather than in the sandbox."""
+    return bool(getattr(get(name), "REMOTE", False))
+
+
+def identity(name: str) -> dict:
+    """What a source's tasks came from, as recorded beside their fingerprints: its name, module,
+    VERSION, and its own identity() (a server's URL, environment and version) where it has one."""
+    module = get(name)
+    return {"source": name, "module": SOURCES[name], "version": module.VERSION,
+            **(module.identity() if hasattr(module, "identity") else {})}
