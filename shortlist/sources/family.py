@@ -133,6 +133,12 @@ class Family:
         return spec.render(name, self.config)
 
     @property
+    def environment(self) -> str:
+        """The family as its environment spells it, whichever source serves it (the key without the
+        source): the same questions are reserved for chain_sum read directly and through a server."""
+        return spec.render(self.name, self.config)
+
+    @property
     def slug(self) -> str:
         """A file-name-safe form of the key (letters, digits, '.', '_', '-'); past SLUG_MAX characters, its
         start and a hash of the key, so that every file named from it can be made."""
@@ -298,13 +304,13 @@ def parse(text: str | Family, source: str = source_.DEFAULT) -> Family:
     """A family from its spec; a name without a source's prefix is one of `source`'s (--source)."""
     if isinstance(text, Family):
         return text
-    return _parse(text.strip(), source)
+    return _parse(text.strip(), source, source_.served())
 
 
 @functools.lru_cache(maxsize=1024)
-def _parse(text: str, source_name: str = source_.DEFAULT) -> Family:
-    """A family string read once: every later parse of the same text is this Family (validating it
-    builds a task, which some families take seconds to do)."""
+def _parse(text: str, source_name: str = source_.DEFAULT, served: tuple = ()) -> Family:
+    """A family string read once: every later parse of the same text, from the same servers, is this
+    Family (validating it builds a task, which some families take seconds to do)."""
     try:
         name, config = spec.call(text, "family")
     except spec.SpecError as e:

@@ -44,11 +44,10 @@ try:
 except importlib.metadata.PackageNotFoundError:  # the extra is not installed: get() still imports this module
     VERSION = "absent"
 REMOTE = True  # tasks and scores come from a server: scored in the caller, never in the sandbox
-EXTRACTION = "answer_tags"  # the default extraction for its families: the trainee's <answer> tags
 URL_VARIABLE = "SHORTLIST_OPENENV_URL"
 ENV = "env"
 ANSWER_MAX = 10_000  # characters sent as one answer; a longer one is refused here, scored 0, counted
-REQUEST_S = 30.0  # seconds one request (a connection, a reset, a step) may take
+REQUEST_S = 60.0  # seconds one request (a connection, a reset, a step) may take: a loaded machine's server is slow
 BUDGET_S = 600.0  # seconds one batch of answers may take in all; what is left then scores 0 as timed out
 
 
@@ -62,6 +61,10 @@ def connect(url: str) -> None:
     if parts.scheme not in ("http", "https", "ws", "wss") or not parts.hostname:
         raise ServerError(f"--env-url {url!r}: give the server's URL, e.g. http://127.0.0.1:8000")
     os.environ[URL_VARIABLE] = url.rstrip("/")
+
+
+def served() -> str:
+    return os.environ.get(URL_VARIABLE, "")
 
 
 def url() -> str:
@@ -200,6 +203,13 @@ async def _task(client, family: str, config: dict, seed: int) -> dict:
 
 def entry(family: str, config: dict, seed: int) -> dict:
     return _run(lambda client: _task(client, family, config, seed))
+
+
+def entries(family: str, config: dict, seeds: list[int]) -> list[dict]:
+    """entry() of each seed, in one session."""
+    async def each(client):
+        return [await _task(client, family, config, seed) for seed in seeds]
+    return _run(each)
 
 
 def validate(family: str, config: dict) -> None:

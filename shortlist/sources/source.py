@@ -29,7 +29,8 @@ What a source module defines (every function deterministic in its arguments):
                                                      known to be valid (the audit's ceiling reads it)
     identity() -> dict                               optional: what served the tasks (a server's URL, name,
                                                      version), recorded with VERSION beside every fingerprint
-    EXTRACTION: str                                  optional: the extraction its families are read with by default
+    entries(family, config, seeds) -> list[dict]     optional: entry() for many seeds at once (one server session)
+    served() -> str                                  optional: which server it reads now (a parsed family is kept per server)
     REMOTE = True, scores(family, config, jobs)      optional: tasks and scores come from a server, so answers
                                                      are scored in the caller, not in the sandbox (which forbids
                                                      the network): [index, kind, value, refused] per job, as a
@@ -90,6 +91,12 @@ def arrive(wired) -> ModuleType:
 def remote(name: str) -> bool:
     """Whether a source's answers are scored at a server (in the caller) rather than in the sandbox."""
     return bool(getattr(get(name), "REMOTE", False))
+
+
+def served() -> tuple:
+    """Where the loaded sources that have a server take their tasks from now (their served()): a
+    family read from one server is not the same family read from another."""
+    return tuple(m.served() for m in _loaded.values() if hasattr(m, "served"))
 
 
 def identity(name: str) -> dict:
