@@ -64,6 +64,7 @@ class OpenEnvServer:
     def __init__(self, *flags: str):
         import socket
         import subprocess
+        import tempfile
         import time
         import urllib.request
         with socket.socket() as s:
@@ -71,17 +72,19 @@ class OpenEnvServer:
             self.port = s.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        self.log = tempfile.TemporaryFile()
         self.process = subprocess.Popen(
             [sys.executable, os.path.join(FIXTURE_SOURCES, "rg_openenv.py"), str(self.port), *flags],
             env={**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": os.pathsep.join([root, os.environ["PYTHONPATH"]])},
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            stdout=subprocess.DEVNULL, stderr=self.log)  # a file: a pipe nobody reads would fill and stall it
         for _ in range(600):  # its imports take seconds on a loaded machine
             try:
                 urllib.request.urlopen(self.url + "/health", timeout=1).close()
                 return
             except OSError:
                 if self.process.poll() is not None:
-                    raise RuntimeError(f"the OpenEnv server exited: {self.process.stderr.read().decode()[-2000:]}")
+                    self.log.seek(0)
+                    raise RuntimeError(f"the OpenEnv server exited: {self.log.read().decode()[-2000:]}")
                 time.sleep(0.2)
         self.stop()
         raise RuntimeError("the OpenEnv server did not answer within 120 s")
@@ -90,6 +93,7 @@ class OpenEnvServer:
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait()
+        self.log.close()
 
 
 @pytest.fixture(scope="session")

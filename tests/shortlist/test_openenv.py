@@ -106,3 +106,16 @@ def test_an_env_url_is_refused_without_the_openenv_source(capsys, no_model_loads
     assert "goes with --source openenv" in capsys.readouterr().err
     assert shortlist_main(["screen", "--source", "openenv", "--env-url", "127.0.0.1"]) == 2
     assert "give the server's URL" in capsys.readouterr().err
+
+
+def test_training_refuses_tasks_served_by_another_server_than_the_committed_one(served, monkeypatch):
+    from proof import commit
+    key = sources.parse(f"openenv.{SPEC}").key
+    built = {name: sources.parse(key).tasks(range(start, start + 3)) for name, start in
+             (("train", 0), ("predict", 10_000), ("eval", 100_000))}
+    body = {"tasks": {key: commit.fingerprints(built, key)}}
+    commit.tasks_verified(body, key, built)  # the same server: accepted
+    monkeypatch.setenv(openenv.URL_VARIABLE, served.url.replace("127.0.0.1", "localhost"))  # the same tasks, elsewhere
+    assert sources.parse(key).tasks(range(3)) == built["train"]
+    with pytest.raises(commit.CommitError, match=r"come from .*url http://localhost.* committed from .*url http://127"):
+        commit.tasks_verified(body, key, built)
