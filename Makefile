@@ -17,6 +17,13 @@ VENV_FLAGS ?= --system-site-packages
 
 ray: .venv/ray
 
+# the optional extra for --source openenv (CI installs it, so that the OpenEnv tests run there)
+.venv/openenv: .venv/ready
+	$(PY) -m pip install -q -e '.[openenv]'
+	touch $@
+
+openenv: .venv/openenv
+
 run: .venv/ready
 	$(PY) -m proof run --preset smoke
 
@@ -27,4 +34,4 @@ test: .venv/ready
 test-slow: .venv/ready
 	$(PY) -m pytest -q -m slow
 
-.PHONY: run test test-slow ray
+.PHONY: run test test-slow ray openenv
