@@ -7,6 +7,7 @@ import pytest
 
 from shortlist import sources
 from shortlist.__main__ import main as shortlist_main
+from shortlist.catalog.records import Plan
 from shortlist.scoring import Scorer
 from shortlist.sources import openenv, source
 from tests.conftest import OpenEnvServer, needs_openenv
@@ -119,3 +120,19 @@ def test_training_refuses_tasks_served_by_another_server_than_the_committed_one(
     assert sources.parse(key).tasks(range(3)) == built["train"]
     with pytest.raises(commit.CommitError, match=r"come from .*url http://localhost.* committed from .*url http://127"):
         commit.tasks_verified(body, key, built)
+
+
+def test_the_catalog_walks_a_servers_families_and_keeps_rows_only_from_the_same_server(served, tmp_path, monkeypatch):
+    from shortlist import output
+    argv = ["screen", "--model", "tiny", "--trainee", "qwen3(max_new_tokens=4)", "--tasks", "2", "--levels",
+            "--source", "openenv", "--env-url", served.url, "--families", "leg_counting", "--out", str(tmp_path)]
+    assert shortlist_main(argv) == 0
+    walk = output.read_json(tmp_path / "families" / "leg_counting.json")
+    assert [r["spec"] for r in walk["rows"]] == ["openenv.leg_counting"]  # one level: a server has no curriculum
+    assert walk["identity"]["source"] == source.identity("openenv")
+    def plan():
+        return Plan(trainee=walk["identity"]["trainee"], families=("leg_counting",), source="openenv", tasks=2,
+                    model_identity=walk["identity"]["model"])
+    assert plan().identity() == walk["identity"]  # a rerun against the same server keeps the row
+    monkeypatch.setattr(openenv, "_identity", lambda address: {"url": address, "env": "another", "env_version": "2"})
+    assert plan().identity() != walk["identity"]  # against another, it screens again
