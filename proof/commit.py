@@ -143,7 +143,8 @@ def tasks_verified(body: dict, family, built: dict) -> None:
     served = {k: committed_.get("source", {}).get(k) for k in SERVED_BY}
     if "source" in committed_ and served != {k: now["source"].get(k) for k in SERVED_BY}:
         raise CommitError(f"{key}: its tasks come from {_served(now['source'])} here, committed from "
-                          f"{_served(committed_['source'])}: serve them as they were committed (--env-url), or commit anew")
+                          f"{_served(committed_['source'])}: serve them as they were committed (--env-url), "
+                          "or commit anew")
     for name, sha in committed_.items():
         if name == "source":
             continue

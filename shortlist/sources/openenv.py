@@ -268,5 +268,6 @@ async def _score_some(client, family: str, config: dict, jobs: list, deadline: f
             out.append([index, "error", None, False])
             continue
         reward = step.reward if step.reward is not None else step.observation.get("score")
-        out.append([index, "score", reward, False] if isinstance(reward, (int, float)) else [index, "error", None, False])
+        scored = isinstance(reward, (int, float))  # OpenEnv's rewards may be bools too: True scores 1
+        out.append([index, "score", reward, False] if scored else [index, "error", None, False])
     return out

@@ -2,9 +2,10 @@
 
 A source is a module that offers task families, in the style of reasoning-gym's own registry: a
 name per family, a config of overrides it validates, a task per seed, a scorer, and difficulty
-levels. Reasoning Gym is the built-in one (sources/reasoning_gym.py, the only module that imports
-it); another kind of environment (an OpenEnv server, a user's own verifier) is one module more,
-registered by name:
+levels. Two are built in: Reasoning Gym (sources/reasoning_gym.py, the only module that imports it),
+the default, and an OpenEnv server (sources/openenv.py, scored at the server). A command takes the
+source as a value (--source; a family spelled `name.family` names its own). Another kind of
+environment (a user's own verifier) is one module more, registered by name:
 
     from shortlist.sources import source
     source.register("myenv", "mypackage.myenv_source")   # then families spell "myenv.task(x=1)"
@@ -30,7 +31,8 @@ What a source module defines (every function deterministic in its arguments):
     identity() -> dict                               optional: what served the tasks (a server's URL, name,
                                                      version), recorded with VERSION beside every fingerprint
     entries(family, config, seeds) -> list[dict]     optional: entry() for many seeds at once (one server session)
-    served() -> str                                  optional: which server it reads now (a parsed family is kept per server)
+    served() -> str                                  optional: which server it reads now (parsed families are
+                                                     kept per server)
     REMOTE = True, scores(family, config, jobs)      optional: tasks and scores come from a server, so answers
                                                      are scored in the caller, not in the sandbox (which forbids
                                                      the network): [index, kind, value, refused] per job, as a
@@ -44,9 +46,9 @@ from types import ModuleType
 
 DEFAULT = "reasoning_gym"
 ENVIRONMENT = "SHORTLIST_SOURCES"  # "name=module,...": the sources registered by the process that started this one
-SOURCES = {DEFAULT: "shortlist.sources.reasoning_gym", "openenv": "shortlist.sources.openenv"} | dict(  # source name -> module
+BUILT_IN = {DEFAULT: "shortlist.sources.reasoning_gym", "openenv": "shortlist.sources.openenv"}
+SOURCES = dict(BUILT_IN) | dict(  # source name -> module
     item.split("=", 1) for item in os.environ.get(ENVIRONMENT, "").split(",") if "=" in item)
-BUILT_IN = ("reasoning_gym", "openenv")
 REQUIRED = ("VERSION", "names", "settings", "validate", "entry", "scorer", "levels", "level", "preload")
 
 

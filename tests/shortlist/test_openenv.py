@@ -32,7 +32,8 @@ def test_a_screen_through_it_equals_the_direct_screen(served, tiny_model, scorer
     from shortlist.generation import sampling
     sampler = sampling.Sampler(tiny_model, trainee.resolve("qwen3(max_new_tokens=8)"))
     through, direct = (screening.screen(sampler, scorer, f, tasks=4).as_dict() for f in (f"openenv.{SPEC}", SPEC))
-    assert through.pop("family") == sources.parse(f"openenv.{SPEC}").key and direct.pop("family") == sources.parse(SPEC).key
+    assert through.pop("family") == sources.parse(f"openenv.{SPEC}").key
+    assert direct.pop("family") == sources.parse(SPEC).key
     for record in (through, direct):
         record["scoring"].pop("seconds")
     assert through == direct
@@ -136,3 +137,16 @@ def test_the_catalog_walks_a_servers_families_and_keeps_rows_only_from_the_same_
     assert plan().identity() == walk["identity"]  # a rerun against the same server keeps the row
     monkeypatch.setattr(openenv, "_identity", lambda address: {"url": address, "env": "another", "env_version": "2"})
     assert plan().identity() != walk["identity"]  # against another, it screens again
+
+
+def test_proof_run_takes_the_presets_families_as_the_servers(served, capsys, no_model_loads):
+    import argparse
+
+    from proof.__main__ import _sourced
+    from proof.__main__ import main as proof_main
+    args = argparse.Namespace(source="openenv", env_url=served.url, families=None, preset="smoke")
+    assert _sourced(args) == {"families": ["openenv.chain_sum(max_digits=1, max_terms=2)", "openenv.leg_counting"]}
+    assert proof_main(["run", "--preset", "smoke", "--env-url", served.url]) == 2
+    assert "goes with --source openenv" in capsys.readouterr().err
+    assert proof_main(["run", "--preset", "smoke", "--source", "openenv", "--env-url", "http://127.0.0.1:9"]) == 2
+    assert re.search(r"^error: .*cannot be reached", capsys.readouterr().err)
