@@ -62,21 +62,12 @@ def main(argv: list[str] | None = None) -> int:
         _source_arguments(p)
     args = ap.parse_args(argv)
 
-    try:
-        _choose_source(args)
-    except (OneLine, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
     if args.command == "families":
-        try:
-            print("\n".join(sources.creatable(args.source)))
-        except OneLine as e:  # a server that cannot be reached
-            print(f"error: {e}", file=sys.stderr)
-            return 1
-        return 0
+        return _families(args)
     started = time.perf_counter()
     catalog_run = args.all or args.levels
     try:  # every bad input is one line, before any model loads
+        _choose_source(args)
         who = trainee.resolve(args.trainee)
         who = who.replace(model=args.model) if args.model else who
         where = placement.from_args(args)
@@ -92,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             _writable(Path(args.json))
         models.check_fits(models.model_config(who.model), who)
-    except (FamilyError, TraineeError, ModelError, OutputError, CatalogError, LevelError, ValueError) as e:
+    except (FamilyError, TraineeError, ModelError, OutputError, CatalogError, LevelError, ValueError, OneLine) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if catalog_run:
@@ -169,6 +160,20 @@ def _choose_source(args) -> None:
             raise ValueError("--env-url names an OpenEnv server: it goes with --source openenv")
         from shortlist.sources import openenv
         openenv.connect(args.env_url)
+
+
+def _families(args) -> int:
+    try:
+        _choose_source(args)
+    except (OneLine, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    try:
+        print("\n".join(sources.creatable(args.source)))
+    except OneLine as e:  # a server that cannot be reached
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _default_families(source: str) -> list[str]:
