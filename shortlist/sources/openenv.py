@@ -17,7 +17,8 @@ as reasoning_gym_env does); None where it reveals none.
 
 The server is the boundary the scoring sandbox is for in-process scorers: answers are scored here,
 in the caller's process (REMOTE: the sandbox forbids the network), bounded in what is sent
-(ANSWER_MAX characters), waited for (REQUEST_S per request) and spent in all (BUDGET_S per batch).
+(ANSWER_MAX characters), taken (REPLY_MB per reply), waited for (REQUEST_S per request) and spent in
+all (BUDGET_S per batch).
 A refused, failed or timed-out request scores 0 and is counted (scores()); a server that cannot be
 reached is one line (ServerError), and since nothing scored is kept half-way, a rerun resumes.
 Tasks are committed by fingerprint, so validate() asks the server for the same seed twice and
@@ -48,6 +49,7 @@ URL_VARIABLE = "SHORTLIST_OPENENV_URL"
 ENV = "env"
 ANSWER_MAX = 10_000  # characters sent as one answer; a longer one is refused here, scored 0, counted
 REQUEST_S = 60.0  # seconds one request (a connection, a reset, a step) may take: a loaded machine's server is slow
+REPLY_MB = 4.0  # the largest reply taken from the server (a question is at most family.QUESTION_MAX characters)
 BUDGET_S = 600.0  # seconds one batch of answers may take in all; what is left then scores 0 as timed out
 
 
@@ -148,7 +150,8 @@ def _client():
 
         def _parse_state(self, payload):
             return payload
-    return Client(base_url=url(), connect_timeout_s=REQUEST_S, message_timeout_s=REQUEST_S)
+    return Client(base_url=url(), connect_timeout_s=REQUEST_S, message_timeout_s=REQUEST_S,
+                  max_message_size_mb=REPLY_MB)
 
 
 def _run(work):
