@@ -17,6 +17,13 @@ VENV_FLAGS ?= --system-site-packages
 
 ray: .venv/ray
 
+# the optional extra for --source openenv (CI installs it, so that the OpenEnv tests run there)
+.venv/openenv: .venv/ready
+	$(PY) -m pip install -q -e '.[openenv]'
+	touch $@
+
+openenv: .venv/openenv
+
 run: .venv/ready
 	$(PY) -m proof run --preset smoke
 
@@ -36,4 +43,4 @@ test-second-build: .venv/ready
 	cache=$$(mktemp -d) && SHORTLIST_CACHE=$$cache SHORTLIST_TINY_SEED=1 $(PY) -m pytest -q -m "not slow" $(NUMERICS); \
 	  rc=$$?; rm -rf $$cache; exit $$rc
 
-.PHONY: run test test-slow test-second-build ray
+.PHONY: run test test-slow test-second-build ray openenv

@@ -22,7 +22,9 @@ import sys
 
 from proof import settings as settings_
 from proof.commit import CommitError
-from shortlist import executors
+from shortlist import executors, sources
+from shortlist.errors import OneLine
+from shortlist.sources import source as source_
 from proof.settings import SettingsError
 
 
@@ -44,6 +46,10 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--out", help="the output folder (default: the preset's)")
     run.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                      help=f"override a setting; settings: {', '.join(settings_.names())}")
+    run.add_argument("--source", default=source_.DEFAULT,
+                     help=f"whose families: {', '.join(source_.SOURCES)} (default {source_.DEFAULT}); names in "
+                          "--families (or the preset's) without a source's prefix are its")
+    run.add_argument("--env-url", help="the OpenEnv server's URL, for --source openenv (README: Your own environments)")
     executors.add_arguments(run)
     again = sub.add_parser("report", help="rebuild <out>/report.html from an output folder: no model, no GPU")
     again.add_argument("--out", required=True, help="a run's output folder (its predictions.json and results)")
@@ -64,9 +70,10 @@ def main(argv: list[str] | None = None) -> int:
         overrides = dict(settings_.parse_override(item) for item in args.set)
         overrides |= {k: v for k, v in (("families", args.families), ("out", args.out), ("model", args.model),
                                          ("trainee", args.trainee)) if v is not None}
+        overrides |= _sourced(args)
         settings = settings_.make(args.preset, **overrides)
         where = executors.from_args(args)
-    except (SettingsError, executors.PlacementError) as e:
+    except (SettingsError, executors.PlacementError, OneLine, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     from proof import runner
@@ -88,6 +95,22 @@ def main(argv: list[str] | None = None) -> int:
               + "; ".join(f"{k} ({why})" for k, why in outcome.failed.items()), file=sys.stderr)
         return 1
     return 0
+
+
+def _sourced(args) -> dict:
+    """--source and --env-url: the families (given, or the preset's) as that source's, its server named."""
+    if args.env_url:
+        if args.source != "openenv":
+            raise SettingsError("--env-url names an OpenEnv server: it goes with --source openenv")
+        from shortlist.sources import openenv
+        openenv.connect(args.env_url)  # every notebook's kernel inherits it; the commitment records the server
+    if args.source == source_.DEFAULT:
+        return {}
+    if args.source not in source_.SOURCES:
+        raise SettingsError(f"--source {args.source}: unknown; sources: {', '.join(source_.SOURCES)}")
+    given = args.families or settings_.PRESETS.get(args.preset or "full", {}).get("families",
+                                                                                 settings_.DEFAULTS["families"])
+    return {"families": [f.key for f in sources.parse_list(given, args.source)]}
 
 
 if __name__ == "__main__":

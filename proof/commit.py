@@ -17,6 +17,7 @@ import json
 from proof import analysis, files, heldout, rules
 from proof.settings import Settings
 from shortlist import provenance, sources
+from shortlist.sources import source as source_
 from shortlist.errors import OneLine
 from shortlist.trainee import AUDIT_VERDICTS
 
@@ -49,8 +50,16 @@ def family_tasks(settings: Settings, family, held: heldout.HeldOut | None = None
     return built | {"heldout": held}
 
 
-def fingerprints(built: dict) -> dict:
-    return {name: sources.fingerprint(built[name]) for name in ("train", "predict", "eval")}
+TASK_SETS = ("train", "predict", "eval")
+# what of a source's identity must be the same at training time: which server served the tasks (a package's
+# version alone may change where the fingerprints do not)
+SERVED_BY = ("source", "url", "env", "env_version")
+
+
+def fingerprints(built: dict, family=None) -> dict:
+    """The fingerprint of each task set; with the family, "source": what served them (source.identity())."""
+    found = {name: sources.fingerprint(built[name]) for name in TASK_SETS}
+    return found if family is None else found | {"source": source_.identity(sources.parse(family).source)}
 
 
 def write(settings: Settings, screens: list[dict], model_source: dict, scoring: dict, engine: dict,
@@ -130,11 +139,24 @@ def verified(settings: Settings, family: str | None = None) -> tuple[dict, str]:
 def tasks_verified(body: dict, family, built: dict) -> None:
     """Refuse, in one line, tasks that are not the ones the predictions were committed against."""
     key = sources.parse(family).key
-    now = fingerprints(built)
-    for name, sha in body["tasks"][key].items():
+    now, committed_ = fingerprints(built, key), body["tasks"][key]
+    served = {k: committed_.get("source", {}).get(k) for k in SERVED_BY}
+    if "source" in committed_ and served != {k: now["source"].get(k) for k in SERVED_BY}:
+        raise CommitError(f"{key}: its tasks come from {_served(now['source'])} here, committed from "
+                          f"{_served(committed_['source'])}: serve them as they were committed (--env-url), "
+                          "or commit anew")
+    for name, sha in committed_.items():
+        if name == "source":
+            continue
         if now[name] != sha:
             raise CommitError(f"{key}: the {name} tasks built here differ from the committed ones (sha256 "
-                              f"{now[name][:12]}… vs {sha[:12]}…); is reasoning-gym another version?")
+                              f"{now[name][:12]}… vs {sha[:12]}…); "
+                              + ("is reasoning-gym another version?" if sources.parse(key).source == source_.DEFAULT
+                                 else "does its server serve other tasks for the same seeds?"))
+
+
+def _served(identity: dict) -> str:
+    return ", ".join(f"{k} {identity.get(k)}" for k in SERVED_BY if identity.get(k) is not None)
 
 
 def held_out(body: dict, family: str) -> heldout.HeldOut | None:
@@ -179,6 +201,6 @@ def predict(settings: Settings, log=print) -> tuple[dict, str]:
         screens = screening.screen_all(sampler, scorer, settings.families, seed=settings.seed, log=log,
                                        rows={key: b["predict"] for key, b in built.items()})
         sha = write(settings, [s.as_dict() for s in screens], loaded.source, scorer.settings(), engine.status(),
-                    {key: fingerprints(b) for key, b in built.items()}, {key: b["heldout"] for key, b in built.items()})
+                    {key: fingerprints(b, key) for key, b in built.items()}, {key: b["heldout"] for key, b in built.items()})
     log(f"committed {files.predictions(settings.out)} (sha256 {sha})")
     return verified(settings)

@@ -86,14 +86,14 @@ def _reserve(family, settings) -> tuple[Reservation, set]:
     share = min(SHARE_MAX, max(SHARE_MIN, settings.min_unseen / estimate)) if estimate else SHARE_MAX
     d = len(counts)
     k = min(max(math.ceil(share * d), min(settings.min_unseen, d // 2)), max(d - 1, 0))
-    hashes = sorted(question_hash(settings.reserve_key, family.key, q) for q in counts)
+    hashes = sorted(question_hash(settings.reserve_key, family.environment, q) for q in counts)
     threshold = 0.0 if k == 0 else (hashes[k - 1] + hashes[k]) / 2
     return Reservation(settings.reserve_key, threshold, share, len(census), d, sum(c == 1 for c in counts.values()),
                        sum(c == 2 for c in counts.values()), estimate, k), set(counts)
 
 
 def is_reserved(reservation: Reservation, family, question: str) -> bool:
-    return question_hash(reservation.key, sources.parse(family).key, question) < reservation.threshold
+    return question_hash(reservation.key, sources.parse(family).environment, question) < reservation.threshold
 
 
 def walk(family, start: int, stop: int, count: int, keep) -> tuple[list[dict], list[int]]:

@@ -7,6 +7,7 @@ examples:
     python -m shortlist screen --all --out results/catalog --per-gpu 4    # four workers on each GPU
     python -m shortlist screen --all --out results/catalog --executor ray --address auto   # on a Ray cluster
     python -m shortlist families      # every Reasoning Gym family that builds with its defaults
+    python -m shortlist screen --source openenv --env-url http://127.0.0.1:8000 --families env   # an OpenEnv server
 
 from a shortlist to a proof: a row's "spec" is a family spec the proof takes unchanged,
     python -m proof run --out results/mine --families "<spec>, <spec>"
@@ -56,15 +57,17 @@ def main(argv: list[str] | None = None) -> int:
     sc.add_argument("--out", help="the catalog's output folder (default results/catalog); a rerun keeps what it holds")
     sc.add_argument("--budget-min", type=float, help="start no screen after this many minutes; the rest is listed")
     executors.add_arguments(sc)
-    sub.add_parser("families", help="list the families that build with their default config")
+    fa = sub.add_parser("families", help="list the families that build with their default config")
+    for p in (sc, fa):
+        _source_arguments(p)
     args = ap.parse_args(argv)
 
     if args.command == "families":
-        print("\n".join(sources.creatable()))
-        return 0
+        return _families(args)
     started = time.perf_counter()
     catalog_run = args.all or args.levels
     try:  # every bad input is one line, before any model loads
+        _choose_source(args)
         who = trainee.resolve(args.trainee)
         who = who.replace(model=args.model) if args.model else who
         where = executors.from_args(args)
@@ -74,13 +77,13 @@ def main(argv: list[str] | None = None) -> int:
             if args.out or args.budget_min is not None or where != executors.Placement():
                 raise ValueError("--out, --budget-min and where jobs run (--executor, --per-gpu...) go with --all "
                                  "or --levels (the catalog)")
-            chosen = sources.parse_list(args.families or list(sources.DEFAULT))
+            chosen = sources.parse_list(args.families or _default_families(args.source), args.source)
         if args.tasks < 1 or args.batch < 0 or args.first_seed < 0:
             raise ValueError("--tasks must be at least 1, --batch and --first-seed at least 0")
         if args.json:
             _writable(Path(args.json))
         models.check_fits(models.model_config(who.model), who)
-    except (FamilyError, TraineeError, ModelError, OutputError, CatalogError, LevelError, ValueError) as e:
+    except (FamilyError, TraineeError, ModelError, OutputError, CatalogError, LevelError, ValueError, OneLine) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if catalog_run:
@@ -91,8 +94,12 @@ def main(argv: list[str] | None = None) -> int:
     loaded = sampling.load(who.model)
     sampler = sampling.Sampler(loaded, who, batch_size=args.batch)
     with scoring.Scorer() as scorer:
-        screens = screening.screen_all(sampler, scorer, chosen, args.tasks, args.first_seed,
-                                       log=lambda line: print(line, file=sys.stderr, flush=True))
+        try:
+            screens = screening.screen_all(sampler, scorer, chosen, args.tasks, args.first_seed,
+                                           log=lambda line: print(line, file=sys.stderr, flush=True))
+        except OneLine as e:  # a source's server gone mid-screen: nothing was written, the same command reruns it
+            print(f"error: {e}", file=sys.stderr)
+            return 1
         scored_by = scorer.settings()
     print(f"{loaded.source['name']} as {who.profile}: {args.tasks} tasks x {who.group} samples per family\n")
     print(screening.table(screens))
@@ -103,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
             "model": loaded.source, "trainee": who.as_dict(),
             "settings": {"tasks": args.tasks, "first_seed": args.first_seed, "batch": args.batch},
             **provenance.stamp(), "engine": engine.status(), "scoring": scored_by,
+            "sources": {name: sources.source.identity(name) for name in sorted({f.source for f in chosen})},
             "screens": [s.as_dict() for s in screens]})
     return 0
 
@@ -113,8 +121,8 @@ def _catalog_plan(args, who):
         raise ValueError("--all screens every family; give --families with --levels alone")
     if args.json:
         raise ValueError("--json is for a screen of named families; the catalog writes <out>/shortlist.json")
-    names = None if args.all else args.families or list(sources.DEFAULT)
-    p = catalog.plan(who, names, walk=args.levels, tasks=args.tasks, first_seed=args.first_seed, batch=args.batch,
+    names = None if args.all else args.families or _default_families(args.source)
+    p = catalog.plan(who, names, source=args.source, walk=args.levels, tasks=args.tasks, first_seed=args.first_seed, batch=args.batch,
                      budget_min=args.budget_min, out=args.out or catalog.OUT)
     output.check_writable(p.out)
     return p
@@ -134,6 +142,45 @@ def _catalog(p, where, started: float) -> int:
     print(catalog.summary(found, p))
     print(f"wall time: {time.perf_counter() - started:.1f} s")
     return 0
+
+
+def _source_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--source", default=sources.source.DEFAULT,
+                   help=f"whose families: {', '.join(sources.source.SOURCES)} (default {sources.source.DEFAULT}); "
+                        "a family spelled source.name names its own")
+    p.add_argument("--env-url", help="the OpenEnv server's URL, for --source openenv (README: Your own environments)")
+
+
+def _choose_source(args) -> None:
+    """The source as a value: known, and given its server where it takes one; one line otherwise."""
+    if args.source not in sources.source.SOURCES:
+        raise ValueError(f"--source {args.source}: unknown; sources: {', '.join(sources.source.SOURCES)}")
+    if args.env_url:
+        if args.source != "openenv":
+            raise ValueError("--env-url names an OpenEnv server: it goes with --source openenv")
+        from shortlist.sources import openenv
+        openenv.connect(args.env_url)
+
+
+def _families(args) -> int:
+    try:
+        _choose_source(args)
+    except (OneLine, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    try:
+        print("\n".join(sources.creatable(args.source)))
+    except OneLine as e:  # a server that cannot be reached
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _default_families(source: str) -> list[str]:
+    if source != sources.source.DEFAULT:
+        raise ValueError(f"--source {source}: name its families with --families (python -m shortlist families "
+                         f"--source {source} lists them)")
+    return list(sources.DEFAULT)
 
 
 def _writable(path: Path) -> None:

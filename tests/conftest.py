@@ -1,3 +1,4 @@
+import importlib.util
 import os
 import sys
 
@@ -48,3 +49,66 @@ def no_model_loads(monkeypatch):
     monkeypatch.setattr(sampling, "load", refuse)
     import transformers
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", refuse)
+
+
+# --- an OpenEnv server (tests/fixtures/sources/rg_openenv.py), for the tests of sources/openenv.py ---
+OPENENV = importlib.util.find_spec("openenv") is not None
+# openenv-core is an optional extra: without it these tests skip, except in CI, which installs it (.ci/run)
+needs_openenv = pytest.mark.skipif(not OPENENV and not os.environ.get("CI"),
+                                   reason="openenv-core, an optional extra, is not installed here (CI installs it)")
+
+
+class OpenEnvServer:
+    """rg_openenv.py as a process of its own on 127.0.0.1, on a free port; stop() kills it."""
+
+    def __init__(self, *flags: str):
+        import socket
+        import subprocess
+        import tempfile
+        import time
+        import urllib.request
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        self.log = tempfile.TemporaryFile()
+        self.process = subprocess.Popen(
+            [sys.executable, os.path.join(FIXTURE_SOURCES, "rg_openenv.py"), str(self.port), *flags],
+            env={**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": os.pathsep.join([root, os.environ["PYTHONPATH"]])},
+            stdout=subprocess.DEVNULL, stderr=self.log)  # a file: a pipe nobody reads would fill and stall it
+        for _ in range(600):  # its imports take seconds on a loaded machine
+            try:
+                urllib.request.urlopen(self.url + "/health", timeout=1).close()
+                return
+            except OSError:
+                if self.process.poll() is not None:
+                    self.log.seek(0)
+                    raise RuntimeError(f"the OpenEnv server exited: {self.log.read().decode()[-2000:]}")
+                time.sleep(0.2)
+        self.stop()
+        raise RuntimeError("the OpenEnv server did not answer within 120 s")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        self.log.close()
+
+
+@pytest.fixture(scope="session")
+def openenv_server():
+    """One Reasoning Gym server for the session (its URL); each test names it with openenv.connect()."""
+    if not OPENENV:
+        pytest.fail("openenv-core is not installed: pip install -e '.[openenv]' (make openenv)")
+    server = OpenEnvServer()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def served(openenv_server, monkeypatch):
+    """The session's server named for this test (and the processes it starts) as sources/openenv.py reads it."""
+    from shortlist.sources import openenv
+    monkeypatch.setenv(openenv.URL_VARIABLE, openenv_server.url)
+    return openenv_server

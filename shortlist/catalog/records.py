@@ -121,6 +121,7 @@ class Plan:
     deadline: float | None = None  # clock() after which no screen starts; filled in by run()
     run: str = ""  # which run: the workers' records name it; filled in by run()
     label: str = "cpu"  # which worker: "gpu <n>", or "cpu"
+    source: str = sources.source.DEFAULT  # whose families (--source)
 
     def __post_init__(self):
         object.__setattr__(self, "families", tuple(self.families))
@@ -129,7 +130,7 @@ class Plan:
         if not self.families:
             raise CatalogError("no families to screen")
         for name in self.families:
-            sources.check_name(name)
+            sources.check_name(name, self.source)
         if len(set(self.families)) < len(self.families):
             raise CatalogError("a family is listed twice")
         if self.tasks < 1 or self.first_seed < 0 or self.seed < 0 or self.batch < 0:
@@ -144,8 +145,10 @@ class Plan:
     def identity(self) -> dict:
         """What a kept row must have been screened under: the same model, trainee, tasks and seeds."""
         from shortlist.sources import source
+        served = {"reasoning_gym": source.get().VERSION} if self.source == source.DEFAULT else {
+            "source": source.identity(self.source)}  # a server's URL, environment and version too
         return {"model": self.model_identity, "trainee": self.trainee.as_dict(), "tasks": self.tasks,
-                "first_seed": self.first_seed, "seed": self.seed, "reasoning_gym": source.get().VERSION}
+                "first_seed": self.first_seed, "seed": self.seed, **served}
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self) | {"families": list(self.families), "trainee": self.trainee.as_dict()}

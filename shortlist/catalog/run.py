@@ -39,15 +39,15 @@ from shortlist.sources import source as source_
 from shortlist.trainee import Trainee
 
 
-def every_family() -> list[str]:
-    """Every family the default source registers: one that cannot be built is listed with its reason."""
-    return source_.get().names()
+def every_family(source: str = source_.DEFAULT) -> list[str]:
+    """Every family a source offers: one that cannot be built is listed with its reason."""
+    return source_.get(source).names()
 
 
-def plan(trainee: Trainee, names=None, **settings) -> Plan:
-    """A Plan for these family names (every_family() when None); bad input is one line."""
+def plan(trainee: Trainee, names=None, source: str = source_.DEFAULT, **settings) -> Plan:
+    """A Plan for these family names of a source (every_family() when None); bad input is one line."""
     if names is None:
-        names = every_family()
+        names = every_family(source)
     elif isinstance(names, str):
         names = spec.split(names)
     checked = []
@@ -55,8 +55,8 @@ def plan(trainee: Trainee, names=None, **settings) -> Plan:
         name, config = spec.call(text, "family")
         if config:
             raise CatalogError(f"{text.strip()}: the catalog takes the config from {name}'s levels; give the name alone")
-        checked.append(levels_.check_name(name))
-    return Plan(trainee=trainee, families=tuple(checked), **settings)
+        checked.append(levels_.check_name(name, source))
+    return Plan(trainee=trainee, families=tuple(checked), source=source, **settings)
 
 
 def run(p: Plan, log=print, where: executors.Placement | None = None) -> Catalog:
@@ -128,7 +128,7 @@ def assemble(p: Plan, exits: dict, wall_s: float) -> Catalog:
     for name in p.families:
         found = files.read_walk(p.out, name)
         if found is None or found.identity != p.identity():
-            unreached.append(Unreached(name, levels_.first(name), died.get(name, "the budget ran out")))
+            unreached.append(Unreached(name, levels_.first(name, p.source), died.get(name, "the budget ran out")))
             continue
         rows += found.rows
         failures += found.failures

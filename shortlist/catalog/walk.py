@@ -47,12 +47,12 @@ class Built:
     seconds: float = 0.0  # to build the tasks
 
 
-def build(name: str, level: int | None, first_seed: int, n: int) -> Built:
+def build(name: str, level: int | None, first_seed: int, n: int, source: str = sources.source.DEFAULT) -> Built:
     """The tasks of a family at a level: what a builder process runs. Never raises: a failure is data."""
     where, started = None, time.perf_counter()
     try:
-        where = levels_.at(name, level)
-        family = sources.parse(where.spec)  # the family's own validate(): impossible configs fail here
+        where = levels_.at(name, level, source)
+        family = sources.parse(where.spec, source)  # the family's own validate(): impossible configs fail here
         tasks = family.tasks(range(first_seed, first_seed + n))
         return Built(name, level, where, family, tasks, sources.fingerprint(tasks), None,
                      time.perf_counter() - started)
@@ -64,8 +64,8 @@ def build(name: str, level: int | None, first_seed: int, n: int) -> Built:
 class Builders:
     """Tasks built in `processes` processes of their own (0: in this one, when asked for)."""
 
-    def __init__(self, processes: int, first_seed: int, n: int):
-        self.args, self.queued, self.running, self.ready = (first_seed, n), deque(), {}, []
+    def __init__(self, processes: int, first_seed: int, n: int, source: str = sources.source.DEFAULT):
+        self.args, self.queued, self.running, self.ready = (first_seed, n, source), deque(), {}, []
         # spawn: a builder needs Reasoning Gym, not this process's CUDA context or threads
         context = mp.get_context("spawn")
         self._started = context.SimpleQueue()  # each builder's pid, put as it starts: close() kills them
@@ -201,7 +201,7 @@ class _Family:
     def __init__(self, p: Plan, name: str):
         old = files.read_walk(p.out, name)
         self.cache = {r.level: r for r in old.rows} if old and old.identity == p.identity() else {}
-        self.walk = Walk(name, p.identity(), next=levels_.first(name))
+        self.walk = Walk(name, p.identity(), next=levels_.first(name, p.source))
         self.notes: list[list] = []  # [first level, last level, what happened]
         self.seconds = 0.0
 
@@ -220,7 +220,7 @@ def work(p: Plan, log=print) -> None:
     """Walk every family of the plan, writing each walk as it goes, until done or out of budget."""
     started = time.perf_counter()
     walks = {name: _Family(p, name) for name in p.families}
-    builders = Builders(p.builders or 0, p.first_seed, p.tasks)
+    builders = Builders(p.builders or 0, p.first_seed, p.tasks, p.source)
     screener, counts = Screener(p), {"screened": 0, "kept": 0, "finished": 0}
 
     def save(f: _Family, **changes) -> None:
@@ -239,7 +239,7 @@ def work(p: Plan, log=print) -> None:
         level above is harder still) or "unscorable" (the extraction that cannot read this level's answers
         cannot read the next one's)."""
         stop = row.screen.verdict in ("too hard", "unscorable")
-        return levels_.following(row.family, row.level) if p.walk and not stop else None
+        return levels_.following(row.family, row.level, p.source) if p.walk and not stop else None
 
     def advance(f: _Family, level: int | None) -> None:
         """From this level (None: a family's only one, without a curriculum), take kept rows as they
@@ -247,11 +247,11 @@ def work(p: Plan, log=print) -> None:
         name = f.walk.family
         while True:
             try:
-                spec = levels_.at(name, level).spec
+                spec = levels_.at(name, level, p.source).spec
             except levels_.LevelError as e:
                 f.note(level, f"failed to build: {e}")
                 save(f, failures=f.walk.failures + (Failure(name, level, None, "build", str(e)),))
-                level = levels_.following(name, level)
+                level = levels_.following(name, level, p.source)
             else:
                 kept = f.cache.get(level)
                 if kept is None or kept.spec != spec:
@@ -283,7 +283,7 @@ def work(p: Plan, log=print) -> None:
                 f.note(b.level, f"failed to build: {b.error}")
                 save(f, failures=f.walk.failures + (Failure(b.family, b.level, b.where and b.where.spec, "build",
                                                             b.error),))
-                go_on(f, levels_.following(b.family, b.level))
+                go_on(f, levels_.following(b.family, b.level, p.source))
                 continue
             result = screener.screen(b)
             counts["screened"] += 1

@@ -36,7 +36,7 @@ MEMORY_MB = 2048  # address space of an answer process; the answer "x"*10**6 cos
 CPU_SECONDS = 60  # an answer process's CPU, a backstop behind the deadline
 WORKERS = min(4, os.cpu_count() or 1)
 ZYGOTES = 4  # families whose zygote (and its children forked ahead) stays alive
-_COUNTED = {"error": "exceptions", "timeout": "timeouts", "crash": "crashes"}  # what a zygote reports, where it counts
+_COUNTED = {"error": "exceptions", "timeout": "timeouts", "crash": "crashes", "refused": "refused"}  # what a zygote reports, where it counts
 
 
 @dataclass
@@ -54,7 +54,8 @@ class ScoreCounts:
     exceptions: int = 0  # the scorer raised, or returned something float() refuses
     non_finite: int = 0  # NaN or infinite, scored 0.0
     clamped: int = 0  # outside [0, 1], clamped
-    refused: int = 0  # answers whose scorer attempted an operation the sandbox refused (their reply's flag)
+    refused: int = 0  # answers whose scorer attempted an operation the sandbox refused (their reply's flag), or
+    # that a server-scored source refused to send (over its size bound)
     seconds: float = 0.0  # wall time inside score()
 
     def add(self, other: "ScoreCounts") -> None:
@@ -229,6 +230,9 @@ class Scorer:
 
     def _run(self, family: Family, jobs: list, counts: ScoreCounts):
         """Yield (index, raw value) for each answer that produced one; count the rest."""
+        if source_.remote(family.source):  # scored at its server, from here: the sandbox has no network
+            yield from self._tally(source_.get(family.source).scores(family.name, family.config, jobs), counts)
+            return
         zygote = self._zygote(family)
         zygote.conn.send_bytes(json.dumps({"jobs": jobs, "deadline_s": self.deadline_s}).encode())
         built = zygote.receive(WARMUP_DEADLINE_S)  # building new tasks is not timed
@@ -238,6 +242,11 @@ class Scorer:
             del self._zygotes[family.key]
             why = (built if isinstance(built, dict) else results if isinstance(results, dict) else {}).get("fatal")
             raise RuntimeError(f"the scoring zygote for {family.key} died" + (f": {why}" if why else ""))
+        yield from self._tally(results, counts)
+
+    @staticmethod
+    def _tally(results: list, counts: ScoreCounts):
+        """(index, raw value) of each [index, kind, value, refused] that scored; the others counted."""
         for index, kind, value, refused in results:
             counts.refused += refused is True  # a flag per answer: no number of its own is summed
             if kind == "score":

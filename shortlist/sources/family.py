@@ -76,7 +76,11 @@ def unknown(name: str, source: str = source_.DEFAULT) -> FamilyError:
 
 def check_name(name: str, source: str = source_.DEFAULT) -> str:
     """A family name its source offers, or one line suggesting close ones (nothing is built)."""
-    if name not in source_.get(source).names():
+    try:
+        offered = source_.get(source).names()
+    except OneLine as e:  # a server-backed source whose server cannot say (sources/openenv.py)
+        raise FamilyError(str(e)) from None
+    if name not in offered:
         raise unknown(name, source)
     return name
 
@@ -98,7 +102,7 @@ class Family:
             src.validate(self.name, self.config)
         except Exception as e:  # noqa: BLE001  whatever a source raises, the user reads one line
             raise FamilyError(f"{self.key}: {one_line(e)}") from None
-        if self.config and self.config not in _own_configs(self.source, self.name):
+        if self.config and not source_.remote(self.source) and self.config not in _own_configs(self.source, self.name):
             why = _build_within_budget(self.source, self.name, self.config)
             if why:
                 beyond = _beyond(self.source, self.name, self.config) or sorted(self.config)
@@ -107,7 +111,7 @@ class Family:
     def _check_settings(self, src) -> None:
         """Each setting known to the source, a literal within bounds, of a kind the source takes."""
         known = src.settings(self.name)
-        for key in self.config:
+        for key in self.config if known is not None else ():  # None: any key, the source's validate() judges
             if key not in known:
                 close = difflib.get_close_matches(key, sorted(known), n=2, cutoff=0.6)
                 hint = f"; did you mean {', '.join(close)}?" if close else f"; it takes {', '.join(sorted(known))}"
@@ -127,6 +131,12 @@ class Family:
         """The canonical spelling: parse(f.key) == f, and equal families have equal keys."""
         name = self.name if self.source == source_.DEFAULT else f"{self.source}.{self.name}"
         return spec.render(name, self.config)
+
+    @property
+    def environment(self) -> str:
+        """The family as its environment spells it, whichever source serves it (the key without the
+        source): the same questions are reserved for chain_sum read directly and through a server."""
+        return spec.render(self.name, self.config)
 
     @property
     def slug(self) -> str:
@@ -290,29 +300,31 @@ def _mapped() -> int:
         return 0
 
 
-def parse(text: str | Family) -> Family:
+def parse(text: str | Family, source: str = source_.DEFAULT) -> Family:
+    """A family from its spec; a name without a source's prefix is one of `source`'s (--source)."""
     if isinstance(text, Family):
         return text
-    return _parse(text.strip())
+    return _parse(text.strip(), source, source_.served())
 
 
 @functools.lru_cache(maxsize=1024)
-def _parse(text: str) -> Family:
-    """A family string read once: every later parse of the same text is this Family (validating it
-    builds a task, which some families take seconds to do)."""
+def _parse(text: str, source_name: str = source_.DEFAULT, served: tuple = ()) -> Family:
+    """A family string read once: every later parse of the same text, from the same servers, is this
+    Family (validating it builds a task, which some families take seconds to do)."""
     try:
         name, config = spec.call(text, "family")
     except spec.SpecError as e:
         raise FamilyError(str(e)) from None
     source, _, name = name.rpartition(".")
-    return Family(name, config, source or source_.DEFAULT)
+    return Family(name, config, source or source_name)
 
 
-def parse_list(families: str | list | tuple) -> list[Family]:
-    """Families from a list, or from one string separated by commas outside parentheses."""
+def parse_list(families: str | list | tuple, source: str = source_.DEFAULT) -> list[Family]:
+    """Families from a list, or from one string separated by commas outside parentheses; names
+    without a source's prefix are `source`'s."""
     if isinstance(families, str):
         families = spec.split(families)
-    parsed = [parse(f) for f in families if isinstance(f, Family) or f.strip()]
+    parsed = [parse(f, source) for f in families if isinstance(f, Family) or f.strip()]
     if not parsed:
         raise FamilyError("no families given")
     keys = [f.key for f in parsed]

@@ -33,7 +33,7 @@ def fixed() -> bool:
 
 def build(source: str, name: str, config: dict, seeds: list[int]) -> list[dict]:
     """{"seed", "question", "answer"} for each seed, as every process of the project builds them."""
-    if fixed():
+    if fixed() or source_.remote(source):  # a server's tasks do not depend on this process's hash seed
         return _build(source, name, config, seeds)
     with _lock:
         helper = _start()
@@ -56,8 +56,9 @@ def _build(source: str, name: str, config: dict, seeds: list[int]) -> list[dict]
     source knows to be valid (the source's optional known_answer()), or None: the audit checks the
     ceiling with it."""
     src, tasks = source_.get(source), []
-    for seed in seeds:
-        task = entry(source, name, config, seed)
+    entries = src.entries(name, config, seeds) if hasattr(src, "entries") else (
+        entry(source, name, config, seed) for seed in seeds)
+    for seed, task in zip(seeds, entries):
         kept = {"seed": seed, "question": task["question"], "answer": task["answer"]}
         if task["answer"] is None and hasattr(src, "known_answer"):
             kept["valid"] = src.known_answer(name, config, task)

@@ -51,7 +51,7 @@ def test_runs_as_a_module():
 
 def test_the_catalog_screens_every_family_into_one_folder_and_prints_its_wall_time(capsys, tmp_path, monkeypatch):
     from shortlist.catalog import run as catalog
-    monkeypatch.setattr(catalog, "every_family", lambda: ["chain_sum", "composite"])  # the catalog, cut short
+    monkeypatch.setattr(catalog, "every_family", lambda source=None: ["chain_sum", "composite"])  # the catalog, cut short
     out = tmp_path / "catalog"
     assert main(["screen", "--all", "--model", "tiny", "--tasks", "2", "--trainee", "qwen3(group=2, max_new_tokens=8)",
                  "--out", str(out)]) == 0

@@ -1,0 +1,152 @@
+"""An OpenEnv server as a source (shortlist/sources/openenv.py), against a real one: rg_openenv.py,
+built with openenv-core's server machinery, serving Reasoning Gym families on 127.0.0.1. Its tasks
+and rewards must be the direct source's; what the server does wrong is counted or refused in one line."""
+import re
+
+import pytest
+
+from shortlist import sources
+from shortlist.__main__ import main as shortlist_main
+from shortlist.catalog.records import Plan
+from shortlist.scoring import Scorer
+from shortlist.sources import openenv, source
+from tests.conftest import OpenEnvServer, needs_openenv
+
+pytestmark = needs_openenv
+SPEC = "chain_sum(max_digits=1, max_terms=2)"
+
+
+def test_its_tasks_are_the_direct_sources_and_the_same_answers_score_the_same(served, scorer):
+    through, direct = sources.parse(f"openenv.{SPEC}"), sources.parse(SPEC)
+    tasks = through.tasks(range(10_000, 10_008))
+    assert tasks == direct.tasks(range(10_000, 10_008))
+    assert sources.fingerprint(tasks) == sources.fingerprint(direct.tasks(range(10_000, 10_008)))
+    seeds = [t["seed"] for t in tasks for _ in range(3)]
+    answers = [a for t in tasks for a in (t["answer"], "7", "not a number")]
+    assert scorer.score(through, seeds, answers) == scorer.score(direct, seeds, answers)
+    assert scorer.score(through, seeds, answers)[::3] == [1.0] * 8
+
+
+def test_a_screen_through_it_equals_the_direct_screen(served, tiny_model, scorer):
+    from shortlist import screening, trainee
+    from shortlist.generation import sampling
+    sampler = sampling.Sampler(tiny_model, trainee.resolve("qwen3(max_new_tokens=8)"))
+    through, direct = (screening.screen(sampler, scorer, f, tasks=4).as_dict() for f in (f"openenv.{SPEC}", SPEC))
+    assert through.pop("family") == sources.parse(f"openenv.{SPEC}").key
+    assert direct.pop("family") == sources.parse(SPEC).key
+    for record in (through, direct):
+        record["scoring"].pop("seconds")
+    assert through == direct
+
+
+def test_oversized_and_slow_answers_score_0_and_are_counted(served, monkeypatch):
+    monkeypatch.setattr(openenv, "REQUEST_S", 1.0)
+    family = sources.parse(f"openenv.{SPEC}")
+    gold = family.task(3)["answer"]
+    with Scorer(workers=1) as scorer:
+        scores = scorer.score(family, [3] * 4, [gold, "x" * (openenv.ANSWER_MAX + 1), "<slow>" + gold, gold])
+        counts = scorer.counts[family.key]
+    assert scores == [1.0, 0.0, 0.0, 1.0]  # the session after a timeout is a new one: the last answer scores
+    assert (counts.refused, counts.timeouts, counts.answers) == (1, 1, 4)
+
+
+def test_a_server_that_changes_its_question_for_a_seed_is_refused(monkeypatch):
+    server = OpenEnvServer("--unseeded")
+    try:
+        monkeypatch.setenv(openenv.URL_VARIABLE, server.url)
+        with pytest.raises(sources.FamilyError, match="served another task for the same seed"):
+            sources.parse(f"openenv.{SPEC}")
+    finally:
+        server.stop()
+
+
+def test_no_server_is_one_line_before_any_model_loads(monkeypatch, capsys, no_model_loads):
+    monkeypatch.setenv(openenv.URL_VARIABLE, "http://127.0.0.1:9")  # nothing listens on the discard port
+    openenv._names.cache_clear()
+    assert shortlist_main(["screen", "--model", "tiny", "--source", "openenv", "--families", "env"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and re.search(r"cannot be reached .*run the same command again", err)
+    assert shortlist_main(["screen", "--model", "tiny", "--source", "openenv"]) == 2
+    assert "name its families with --families" in capsys.readouterr().err
+
+
+def test_a_server_killed_mid_screen_is_one_line_and_a_rerun_screens_again(monkeypatch, capsys, tmp_path):
+    server = OpenEnvServer()
+    monkeypatch.setenv(openenv.URL_VARIABLE, server.url)
+    scores = openenv.scores
+
+    def killed_first(*args):  # the tasks are built; the server dies as the model's answers go to it
+        server.stop()
+        return scores(*args)
+    monkeypatch.setattr(openenv, "scores", killed_first)
+    argv = ["screen", "--model", "tiny", "--trainee", "qwen3(max_new_tokens=4)", "--tasks", "2",
+            "--source", "openenv", "--env-url", server.url, "--families", SPEC, "--json", str(tmp_path / "s.json")]
+    try:
+        assert shortlist_main(argv) == 1
+    finally:
+        server.stop()
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error")]
+    assert len(err) == 1 and "run the same command again" in err[0] and not (tmp_path / "s.json").exists()
+    again = OpenEnvServer()
+    try:
+        monkeypatch.setattr(openenv, "scores", scores)
+        argv[argv.index("--env-url") + 1] = again.url
+        assert shortlist_main(argv) == 0
+    finally:
+        again.stop()
+    assert (tmp_path / "s.json").exists()
+
+
+def test_its_identity_names_the_server_and_is_recorded_beside_the_version(served):
+    found = source.identity("openenv")
+    assert found == {"source": "openenv", "module": "shortlist.sources.openenv", "version": openenv.VERSION,
+                     "url": served.url, "env": "rg_openenv", "env_version": source.get().VERSION}
+
+
+def test_an_env_url_is_refused_without_the_openenv_source(capsys, no_model_loads):
+    assert shortlist_main(["screen", "--model", "tiny", "--env-url", "http://127.0.0.1:1"]) == 2
+    assert "goes with --source openenv" in capsys.readouterr().err
+    assert shortlist_main(["screen", "--source", "openenv", "--env-url", "127.0.0.1"]) == 2
+    assert "give the server's URL" in capsys.readouterr().err
+
+
+def test_training_refuses_tasks_served_by_another_server_than_the_committed_one(served, monkeypatch):
+    from proof import commit
+    key = sources.parse(f"openenv.{SPEC}").key
+    built = {name: sources.parse(key).tasks(range(start, start + 3)) for name, start in
+             (("train", 0), ("predict", 10_000), ("eval", 100_000))}
+    body = {"tasks": {key: commit.fingerprints(built, key)}}
+    commit.tasks_verified(body, key, built)  # the same server: accepted
+    monkeypatch.setenv(openenv.URL_VARIABLE, served.url.replace("127.0.0.1", "localhost"))  # the same tasks, elsewhere
+    assert sources.parse(key).tasks(range(3)) == built["train"]
+    with pytest.raises(commit.CommitError, match=r"come from .*url http://localhost.* committed from .*url http://127"):
+        commit.tasks_verified(body, key, built)
+
+
+def test_the_catalog_walks_a_servers_families_and_keeps_rows_only_from_the_same_server(served, tmp_path, monkeypatch):
+    from shortlist import output
+    argv = ["screen", "--model", "tiny", "--trainee", "qwen3(max_new_tokens=4)", "--tasks", "2", "--levels",
+            "--source", "openenv", "--env-url", served.url, "--families", "leg_counting", "--out", str(tmp_path)]
+    assert shortlist_main(argv) == 0
+    walk = output.read_json(tmp_path / "families" / "leg_counting.json")
+    assert [r["spec"] for r in walk["rows"]] == ["openenv.leg_counting"]  # one level: a server has no curriculum
+    assert walk["identity"]["source"] == source.identity("openenv")
+    def plan():
+        return Plan(trainee=walk["identity"]["trainee"], families=("leg_counting",), source="openenv", tasks=2,
+                    model_identity=walk["identity"]["model"])
+    assert plan().identity() == walk["identity"]  # a rerun against the same server keeps the row
+    monkeypatch.setattr(openenv, "_identity", lambda address: {"url": address, "env": "another", "env_version": "2"})
+    assert plan().identity() != walk["identity"]  # against another, it screens again
+
+
+def test_proof_run_takes_the_presets_families_as_the_servers(served, capsys, no_model_loads):
+    import argparse
+
+    from proof.__main__ import _sourced
+    from proof.__main__ import main as proof_main
+    args = argparse.Namespace(source="openenv", env_url=served.url, families=None, preset="smoke")
+    assert _sourced(args) == {"families": ["openenv.chain_sum(max_digits=1, max_terms=2)", "openenv.leg_counting"]}
+    assert proof_main(["run", "--preset", "smoke", "--env-url", served.url]) == 2
+    assert "goes with --source openenv" in capsys.readouterr().err
+    assert proof_main(["run", "--preset", "smoke", "--source", "openenv", "--env-url", "http://127.0.0.1:9"]) == 2
+    assert re.search(r"^error: .*cannot be reached", capsys.readouterr().err)
