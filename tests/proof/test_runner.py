@@ -200,7 +200,8 @@ def test_a_missing_model_is_one_line_before_any_work(no_model_loads, capsys, tmp
     assert main(["run", "--preset", "smoke", "--model", "/no/such/model", "--out", str(tmp_path / "run")]) == 1
     err = capsys.readouterr().err.strip()
     assert err == ("error: model folder /no/such/model does not exist: give a folder holding config.json and "
-                   "weights, a hub name, or model='tiny' (offline)")
+                   "weights, a hub name, or the tiny model, offline (model = 'tiny' in a notebook, --model tiny on a "
+                   "command line)")
     assert not (tmp_path / "run" / "predictions.json").exists()
 
 

@@ -41,7 +41,7 @@ def test_an_unreachable_hub_is_one_line_saying_what_to_do(no_model_loads, capsys
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # as on a machine without Internet, whatever this one has
     assert main(["screen", "--model", "Qwen/Qwen3-0.6B-not-cached"]) == 2
     err = capsys.readouterr().err.strip()
-    assert "cannot reach the model hub" in err and "model='tiny'" in err and "\n" not in err
+    assert "cannot reach the model hub" in err and "--model tiny on a command line" in err and "\n" not in err
 
 
 def test_runs_as_a_module():
