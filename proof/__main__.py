@@ -10,7 +10,7 @@ examples:
 
 from a shortlist to a proof:
     python -m shortlist screen --all --levels --out results/catalog     # the catalog: every family's levels
-    python -m proof run --out results/mine --families "<spec>, <spec>"  # specs: the catalog's "spec" column
+    python -m proof run --out results/mine --families "<spec>, <spec>"  # the spec column of shortlist.csv
   The proof screens those families again (01_predict), commits the verdicts with their SHA-256, trains
   each family (02_train_family) and reports whether each verdict held (03_report). A rerun resumes.
 """
@@ -20,34 +20,54 @@ from __future__ import annotations
 import argparse
 import sys
 
+# only what the parser needs: --help imports no environment, no torch (the rest once the input is parsed)
 from proof import settings as settings_
-from proof.commit import CommitError
 from shortlist import placement
-from proof.settings import SettingsError
+
+RUN = """The whole proof, resumable, ending in <out>/report.html: 01_predict once (the verdicts committed with their
+SHA-256 before any training), 02_train_family per family (GRPO + LoRA, then the held-out evaluation), 03_report.
+The settings are proof/settings.py's; a preset sets some of them, --set any of them, the flags below the rest."""
+REPORT = """Rebuild <out>/report.html from an output folder alone: its predictions.json, families/*.json and the settings
+and trainee it committed. No model, no GPU, no training; not while a run is writing the same folder."""
 
 
-def main(argv: list[str] | None = None) -> int:
+def _settings_help() -> str:
+    """Every setting with its default (the full preset's), from the Settings record itself."""
+    shown = [f"{name}={value!r}" for name, value in settings_.DEFAULTS.items() if name != "families"]
+    return ("override a setting (repeatable); the settings, with the full preset's defaults: families (as "
+            f"--families), {', '.join(shown)}").replace("%", "%%")
+
+
+def _parser() -> argparse.ArgumentParser:
     first, rest = __doc__.split("\n", 1)
     ap = argparse.ArgumentParser(prog="python -m proof", description=first,
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=rest)
     sub = ap.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="predict, train every family, report", formatter_class=argparse.RawDescriptionHelpFormatter,
-                         description="The whole proof, resumable, ending in <out>/report.html: 01_predict once, "
-                                     "02_train_family per family, 03_report.", epilog=rest)
+                         description=RUN, epilog=rest)
     run.add_argument("--preset", choices=sorted(settings_.PRESETS),
-                     help="full (default): the seed's protocol on the trainee's model (Qwen3-0.6B), into results/full; "
-                          "smoke: the whole pipeline on the offline tiny model in minutes on a CPU, into results/smoke "
-                          "(its numbers mean nothing)")
+                     help=f"full (default): the seed's protocol on the trainee's model (Qwen3-0.6B), into {settings_.DEFAULTS['out']}; "
+                          "smoke: the whole pipeline on the offline tiny model in minutes on a CPU, into "
+                          f"{settings_.PRESETS['smoke']['out']} (its numbers mean nothing)")
     run.add_argument("--model", help="a hub name, a local folder, or 'tiny' (default: the trainee's own)")
-    run.add_argument("--trainee", help="a profile (qwen3, smollm2), 'profile(field=value, ...)', or a .json file")
-    run.add_argument("--families", help="comma-separated family specs (default: the preset's)")
-    run.add_argument("--out", help="the output folder (default: the preset's)")
-    run.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                     help=f"override a setting; settings: {', '.join(settings_.names())}")
+    run.add_argument("--trainee", help="a profile (qwen3, smollm2), 'profile(field=value, ...)', or a .json file "
+                                       f"(default: the preset's, {settings_.DEFAULTS['trainee']} for full)")
+    run.add_argument("--families", help="comma-separated family specs (default: the preset's; full: "
+                                        f"{', '.join(settings_.DEFAULTS['families'])})")
+    run.add_argument("--out", help=f"the output folder (default: the preset's: {settings_.DEFAULTS['out']} for full, "
+                                   f"{settings_.PRESETS['smoke']['out']} for smoke)")
+    run.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help=_settings_help())
     placement.add_arguments(run)
-    again = sub.add_parser("report", help="rebuild <out>/report.html from an output folder: no model, no GPU")
+    again = sub.add_parser("report", help="rebuild <out>/report.html from an output folder: no model, no GPU",
+                           description=REPORT, formatter_class=argparse.RawDescriptionHelpFormatter)
     again.add_argument("--out", required=True, help="a run's output folder (its predictions.json and results)")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    from proof.commit import CommitError
+    from proof.settings import SettingsError
     if args.command == "report":
         from proof import runner
         try:

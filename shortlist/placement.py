@@ -242,12 +242,14 @@ class Placement:
 def add_arguments(parser) -> None:
     """The flags of every command that runs jobs (proof run, screen --all/--levels)."""
     g = parser.add_argument_group("where jobs run")
-    g.add_argument("--executor", default="local", help="local: this machine's GPUs (default); ray: a Ray cluster")
+    g.add_argument("--executor", default="local", choices=("local", "ray"),
+                   help="local: this machine's GPUs; ray: a Ray cluster (default: %(default)s)")
     g.add_argument("--per-gpu", default="1", metavar="N|auto",
-                   help="jobs sharing each GPU, each capped at 1/N of its memory (default 1); auto: as many as the "
-                        "free memory holds at the per-job peak (--job-gib, or the largest recorded in --out)")
+                   help="jobs sharing each GPU, each capped at 1/N of its memory; auto: as many as the free memory "
+                        "holds at the per-job peak (--job-gib, or the largest recorded in --out) (default: %(default)s)")
     g.add_argument("--job-gib", type=float, help="--per-gpu auto: a job's peak GPU memory, declared, in GiB")
-    g.add_argument("--address", default="auto", help="--executor ray: the cluster's head, auto or HOST:PORT")
+    g.add_argument("--address", default="auto",
+                   help="--executor ray: the cluster's head, auto or HOST:PORT (default: %(default)s)")
     g.add_argument("--cpus-per-job", type=float,
                    help="--executor ray on a cluster without GPUs: each job asks for this many CPUs instead")
 
