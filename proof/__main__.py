@@ -23,6 +23,7 @@ import sys
 # only what the parser needs: --help imports no environment, no torch (the rest once the input is parsed)
 from proof import settings as settings_
 from shortlist import placement
+from shortlist.errors import OneLine
 
 RUN = """The whole proof, resumable, ending in <out>/report.html: 01_predict once (the verdicts committed with their
 SHA-256 before any training), 02_train_family per family (GRPO + LoRA, then the held-out evaluation), 03_report.
@@ -65,30 +66,20 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Exit status: 0 done, 2 input refused (one line, nothing written), 1 a failure during the work (a family,
+    a notebook), 130/143 stopped by a signal."""
     args = _parser().parse_args(argv)
-    from proof.commit import CommitError
-    from proof.settings import SettingsError
     if args.command == "report":
-        from proof import runner
-        try:
-            with placement.stop_on_signals():
-                print(f"report: {runner.report_again(args.out)}")
-        except placement.Stopped as e:
-            print(f"stopped by {e}: the report was not written; the same command builds it", file=sys.stderr)
-            return e.code
-        except (CommitError, SettingsError, RuntimeError) as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 1
-        return 0
+        return _report(args.out)
     try:  # every bad input is one line, before any model loads
         overrides = dict(settings_.parse_override(item) for item in args.set)
         overrides |= {k: v for k, v in (("families", args.families), ("out", args.out), ("model", args.model),
                                          ("trainee", args.trainee)) if v is not None}
         settings = settings_.make(args.preset, **overrides)
         where = placement.from_args(args)
-    except (SettingsError, placement.PlacementError) as e:
+    except OneLine as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return e.exit_code
     from proof import runner
     try:
         with placement.stop_on_signals():  # Ctrl-C, SIGTERM: every job stopped, the folder as a rerun resumes it
@@ -97,16 +88,27 @@ def main(argv: list[str] | None = None) -> int:
         print(f"stopped by {e}: nothing finished is lost; the same command resumes the run in {settings.out}",
               file=sys.stderr)
         return e.code
-    except placement.PlacementError as e:  # a Ray cluster that cannot take the jobs, before anything ran
+    except (OneLine, RuntimeError) as e:  # a refusal (a model, a cluster, a committed difference) or a failure
         print(f"error: {e}", file=sys.stderr)
-        return 2
-    except (CommitError, RuntimeError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+        return e.exit_code if isinstance(e, OneLine) else 1
     if outcome.failed:  # the others ran and the report was built; the exit status still says it
         print(f"error: {len(outcome.failed)} of {len(settings.families)} families did not finish: "
               + "; ".join(f"{k} ({why})" for k, why in outcome.failed.items()), file=sys.stderr)
         return 1
+    return 0
+
+
+def _report(out: str) -> int:
+    from proof import runner
+    try:
+        with placement.stop_on_signals():
+            print(f"report: {runner.report_again(out)}")
+    except placement.Stopped as e:
+        print(f"stopped by {e}: the report was not written; the same command builds it", file=sys.stderr)
+        return e.code
+    except (OneLine, RuntimeError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return e.exit_code if isinstance(e, OneLine) else 1
     return 0
 
 

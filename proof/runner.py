@@ -12,10 +12,12 @@ takes it up where its checkpoints left it.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -225,16 +227,48 @@ def run(settings: Settings, notebooks: Notebooks | None = None, log=print,
         where: placement.Placement | None = None) -> Outcome:
     """The whole proof: every family is tried and the report is built even where some fail. Families
     run as jobs of the placement's executor (shortlist.placement: this machine's GPUs, or a Ray
-    cluster); one run at a time holds the output folder."""
+    cluster); one run at a time holds the output folder, taken once the inputs are known good: a
+    refusal (a model that cannot be had, no GPU, a cluster that cannot take the jobs) writes nothing."""
     notebooks = notebooks or THE_NOTEBOOKS
     settings = settings.replace(out=str(Path(settings.out).resolve()))  # kernels run elsewhere
-    files.check_writable(settings.out)
-    executor = (where or placement.Placement()).start(log, peaks=lambda: _peaks(settings))
+    where = where or placement.Placement()
+    if _needs_model(settings):
+        _check_model(settings, where.executor)  # one line now, read-only, if it cannot be had
+    with _removed_if_refused(Path(settings.out)):
+        files.check_writable(settings.out)
+        executor = where.start(log, peaks=lambda: _peaks(settings))
+        try:
+            with placement.one_run(settings.out):
+                return _run(settings, notebooks, log, executor)
+        finally:
+            executor.close()
+
+
+def _needs_model(settings: Settings) -> bool:
+    """Whether this run would load the model: predictions to commit, or families left to train. A folder
+    whose committed predictions differ needs it too, so that a model that cannot be had is named before any
+    such difference (the difference itself is refused under the lock, where the folder is read again)."""
     try:
-        with placement.one_run(settings.out):
-            return _run(settings, notebooks, log, executor)
-    finally:
-        executor.close()
+        _, sha = commit.verified(settings)
+    except commit.CommitError:
+        return True
+    return bool(pending(settings, sha))
+
+
+@contextmanager
+def _removed_if_refused(out: Path):
+    """An output folder this run made is removed again if the run stops before writing anything into it
+    but its lock (a cluster that cannot take the jobs, a folder in use, Ctrl-C): a refusal leaves nothing."""
+    made = not out.exists()
+    try:
+        yield
+    except BaseException:
+        if made and out.is_dir() and {p.name for p in out.iterdir()} <= {placement.LOCK, placement.HOLDER}:
+            for name in (placement.HOLDER, placement.LOCK):
+                (out / name).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # another run made something there meanwhile: it stays
+                out.rmdir()
+        raise
 
 
 def _run(settings: Settings, notebooks: Notebooks, log, executor: placement.Executor) -> Outcome:
@@ -243,8 +277,7 @@ def _run(settings: Settings, notebooks: Notebooks, log, executor: placement.Exec
     try:
         _, sha = commit.verified(settings)
         log(f"01_predict: kept, predictions verify (sha256 {sha[:12]}…)")
-    except commit.NotCommitted:
-        _check_model(settings, executor)  # the model is needed: one line now if it cannot be had
+    except commit.NotCommitted:  # the model was checked before the lock (run)
         log("01_predict: screening every family and committing the predictions")
         committed = ("predictions.json", "predictions.sha256")  # 01 refuses to overwrite other settings' own
         job = notebook_job("01_predict", notebooks.predict, out_nb / PREDICT, parameters, reads=committed,
@@ -255,12 +288,8 @@ def _run(settings: Settings, notebooks: Notebooks, log, executor: placement.Exec
             raise RuntimeError(f"01_predict failed: {reason} (see {out_nb / PREDICT})")
         _, sha = commit.verified(settings)
         stamp(out_nb / PREDICT, sha, settings)
-    except commit.CommitError:
-        _check_model(settings, executor)  # a model that cannot be had is the real problem, before any difference
-        raise
-    todo = pending(settings, sha)
-    if todo:
-        _check_model(settings, executor)  # committed earlier, perhaps elsewhere: this machine must still be able to train
+        log(f"01_predict: done ({ran.seconds:.0f} s), predictions committed (sha256 {sha[:12]}…)")
+    todo = pending(settings, sha)  # committed earlier, perhaps elsewhere: the model was checked before the lock
     log(f"02_train_family: {len(todo)} of {len(settings.families)} families to run"
         + (f" ({len(settings.families) - len(todo)} already done)" if len(todo) < len(settings.families) else ""))
     jobs = {f"02 {key}": key for key in todo}
@@ -277,12 +306,12 @@ def _run(settings: Settings, notebooks: Notebooks, log, executor: placement.Exec
     return Outcome(html, failures)
 
 
-def _check_model(settings: Settings, executor: placement.Executor) -> None:
+def _check_model(settings: Settings, executor: str) -> None:
     """The model can be had, fits the trainee, and has a GPU to train on (or is the tiny one); on a Ray
     cluster the GPUs are the workers', not this machine's."""
     from shortlist.models import config as models
     models.check_fits(models.model_config(settings.profile.model), settings.profile)
-    if executor.name != "ray":
+    if executor != "ray":
         models.check_device(settings.profile.model)
 
 

@@ -133,9 +133,9 @@ def _catalog(p, where, started: float) -> int:
     except placement.Stopped as e:
         print(f"stopped by {e}: every walk is kept as written; the same command goes on in {p.out}", file=sys.stderr)
         return e.code
-    except OneLine as e:  # a cluster that cannot take the jobs, a folder in use, a full disk, a model gone
+    except OneLine as e:  # a cluster that cannot take the jobs, a folder in use, a model gone: 2; a full disk: 1
         print(f"error: {e}", file=sys.stderr)
-        return 2 if isinstance(e, placement.PlacementError) else 1
+        return e.exit_code
     print(catalog.summary(found, p))
     print(f"wall time: {time.perf_counter() - started:.1f} s")
     return 0

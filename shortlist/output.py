@@ -27,6 +27,7 @@ class OutputError(OneLine, RuntimeError):
 
 class DiskFull(OutputError):
     """No space (or no quota) left where a run writes; the message is one line."""
+    exit_code = 1  # the work failed, the input was sound
 
 
 FULL = (errno.ENOSPC, errno.EDQUOT)

@@ -43,7 +43,7 @@ import tempfile
 import threading
 import time
 from collections import deque
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
@@ -750,6 +750,8 @@ def one_run(out):
                                          "command": " ".join(sys.argv)})
         yield
     finally:
+        with suppress(OSError):  # said only while held: an ended run leaves no pid behind
+            os.unlink(out / HOLDER)
         os.close(fd)
 
 

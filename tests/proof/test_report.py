@@ -55,7 +55,7 @@ def test_the_report_again_is_refused_beside_a_run_writing_the_same_folder(synthe
     from shortlist import placement
     s = synthetic({}, not_run=["chain_sum"])
     with placement.one_run(s.out):
-        assert main(["report", "--out", s.out]) == 1
+        assert main(["report", "--out", s.out]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"error: {s.out} is in use by another run (pid ") and "\n" not in err
     assert not files.report(s.out).exists()
