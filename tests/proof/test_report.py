@@ -33,6 +33,25 @@ def test_headline_counts_held_failed_and_not_run(synthetic):
     assert "No spec was predicted 'too hard' or 'already solved' or 'no signal'" in text
 
 
+def sentences(text: str) -> list[str]:
+    return [t for t in re.split(r"(?<=[.:;])\s+(?=[A-Z'*(])", text.replace("**", "")) if t]
+
+
+def test_each_sentence_of_the_headline_and_the_comparison_text_appears_once(synthetic):
+    """Comparators that cannot disagree with the rule, and a family with no significant gain: each thing is said
+    once (one sentence for all the comparators alike), and a family's line names what happened in words."""
+    s = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP},
+                   "leg_counting": {"prediction": "improves", "before": HELD_UP, "after": HELD_UP},
+                   "products": {"prediction": "improves", "before": HELD_UP, "after": UP}})
+    r = report.load(s.out)
+    for text in (report.headline(r), report.rules_text(r)):
+        said = sentences(text)
+        assert len(said) > 3 and len(said) == len(set(said)), text
+    assert report.rules_text(r).count("as the rule on every judged spec") == 1  # all such comparators at once
+    line = report.family_line(r, "leg_counting")
+    assert "; no significant gain; did not hold." in line and "none" not in line
+
+
 def test_counts_of_one_read_in_the_singular(synthetic):
     s = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP}})
     r = report.load(s.out)
@@ -176,10 +195,10 @@ def test_a_p_value_no_resample_reached_shows_below_the_resolution_not_zero(synth
     r = report.load(s.out)
     assert r.results["products"].gain["p"] == 0.0
     html = report.outcomes_table(r).to_html()
-    assert "&lt; 5e-4" in html  # the smoke preset's 2,000 resamples
+    assert "&lt; 0.001" in html  # the smoke preset's 2,000 resamples: 1/2000, written with a p's 3 decimals
     cells = re.findall(r'class="data row\d col[67]" >([^<]*)<', html)
-    # 2,000 resamples (the smoke preset): p < 1/2000; Holm over two families doubles the bound
-    assert cells[:2] == ["&lt; 5e-4", "&lt; 1e-3"] and all(re.fullmatch(r"[01]\.\d{3}", c) for c in cells[2:])
+    # 2,000 resamples (the smoke preset): p < 1/2000; Holm over two families doubles the bound, still < 0.001
+    assert cells[:2] == ["&lt; 0.001", "&lt; 0.001"] and all(re.fullmatch(r"[01]\.\d{3}", c) for c in cells[2:])
 
 
 def test_figures_of_long_family_specs_draw_without_a_layout_warning(synthetic):
