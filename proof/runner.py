@@ -143,7 +143,9 @@ def papermill(notebook: str, dest: str, parameters: str, out: str | None = None)
     does. Its sockets live in a private temporary folder: left to jupyter_client's default (a relative
     "kernel-ipc"), they land in the kernel's working folder, where a killed kernel leaves them behind. The
     kernel starts through shortlist.placement's launcher: it dies with this process and takes its share
-    of the GPU."""
+    of the GPU. What the kernel prints (a line per logged training step, a family's evaluations, "resumed
+    at step N") is this process's own output too, so the batch's console shows it as it comes, not only
+    the executed notebook."""
     import shutil
     import tempfile
 
@@ -153,8 +155,8 @@ def papermill(notebook: str, dest: str, parameters: str, out: str | None = None)
     Path(dest).parent.mkdir(parents=True, exist_ok=True)
     sockets = tempfile.mkdtemp(prefix="shortlist-kernel-")  # short: a socket path holds at most 107 bytes
     try:
-        pm.execute_notebook(notebook, dest, parameters=values, kernel_name="python3", log_output=True,
-                            progress_bar=False, cwd=str(NOTEBOOKS if NOTEBOOKS.is_dir() else Path(notebook).parent),
+        pm.execute_notebook(notebook, dest, parameters=values, kernel_name="python3", log_output=False,
+                            stdout_file=sys.stdout, stderr_file=sys.stderr, progress_bar=False, cwd=str(NOTEBOOKS if NOTEBOOKS.is_dir() else Path(notebook).parent),
                             kernel_manager_class=_kernel_manager(),
                             config=Config({"KernelManager": {"transport": "ipc", "ip": f"{sockets}/kernel"}}))
     finally:

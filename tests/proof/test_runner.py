@@ -121,9 +121,10 @@ def test_cli_refuses_bad_settings_in_one_line(no_model_loads, capsys, argv, frag
     assert err.startswith("error: ") and fragment in err and "\n" not in err
 
 
-def test_a_batch_killed_mid_training_resumes_to_the_uninterrupted_result(smoke_run, tmp_path):
+def test_a_batch_killed_mid_training_resumes_to_the_uninterrupted_result(smoke_run, tmp_path, capfd):
     """SIGKILL to the batch's process group after a mid-training checkpoint, then a rerun: the family's
-    metrics, counts and timings are those of an uninterrupted run (the smoke run's own)."""
+    metrics, counts and timings are those of an uninterrupted run (the smoke run's own). The console says
+    where it resumed, and shows each logged step after it (the kernel's lines, not only its notebook's)."""
     import os
     import signal
     import subprocess
@@ -169,7 +170,12 @@ def test_a_batch_killed_mid_training_resumes_to_the_uninterrupted_result(smoke_r
     paused_train_s = files.read_json(progress)["train_s"]
 
     log: list[str] = []
+    capfd.readouterr()
     assert runner.run(copy, log=log.append).failed == {}
+    console = capfd.readouterr().out.splitlines()
+    assert f"{key}: resumed at step 2 of {s.steps} (from " in "\n".join(console)
+    assert [line.split(":")[0] for line in console if line.startswith(f"{key} step ")] == \
+        [f"{key} step {n}/{s.steps}" for n in range(3, s.steps + 1, s.logging_steps)]
     assert any(line.startswith("01_predict: kept") for line in log)
     assert [line for line in log if ": started" in line] == [f"02 {key}: started"]  # the other family was kept
     assert other_nb.stat().st_mtime_ns == other_nb_written
