@@ -12,12 +12,10 @@ takes it up where its checkpoints left it.
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import os
 import sys
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,7 +23,7 @@ import nbformat
 
 from proof import commit, files, records
 from proof.settings import Settings
-from shortlist import placement, provenance, sources
+from shortlist import output, placement, provenance, sources
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 PREDICT, TRAIN, REPORT = "01_predict.ipynb", "02_train_family.ipynb", "03_report.ipynb"
@@ -236,7 +234,7 @@ def run(settings: Settings, notebooks: Notebooks | None = None, log=print,
     where = where or placement.Placement()
     if _needs_model(settings):
         _check_model(settings, where.executor)  # one line now, read-only, if it cannot be had
-    with _removed_if_refused(Path(settings.out)):
+    with output.removed_if_refused(settings.out, (placement.LOCK, placement.HOLDER)):  # a refusal leaves no folder
         files.check_writable(settings.out)
         executor = where.start(log, peaks=lambda: _peaks(settings))
         try:
@@ -255,22 +253,6 @@ def _needs_model(settings: Settings) -> bool:
     except commit.CommitError:
         return True
     return bool(pending(settings, sha))
-
-
-@contextmanager
-def _removed_if_refused(out: Path):
-    """An output folder this run made is removed again if the run stops before writing anything into it
-    but its lock (a cluster that cannot take the jobs, a folder in use, Ctrl-C): a refusal leaves nothing."""
-    made = not out.exists()
-    try:
-        yield
-    except BaseException:
-        if made and out.is_dir() and {p.name for p in out.iterdir()} <= {placement.LOCK, placement.HOLDER}:
-            for name in (placement.HOLDER, placement.LOCK):
-                (out / name).unlink(missing_ok=True)
-            with contextlib.suppress(OSError):  # another run made something there meanwhile: it stays
-                out.rmdir()
-        raise
 
 
 def _run(settings: Settings, notebooks: Notebooks, log, executor: placement.Executor) -> Outcome:

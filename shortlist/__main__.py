@@ -112,7 +112,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _catalog_plan(args, who):
-    from shortlist import output
     from shortlist.catalog import run as catalog
     if args.all and args.families:
         raise ValueError("--all screens every family; give --families with --levels alone")
@@ -121,8 +120,7 @@ def _catalog_plan(args, who):
     names = None if args.all else args.families or list(sources.DEFAULT)
     p = catalog.plan(who, names, walk=args.levels, tasks=args.tasks, first_seed=args.first_seed, batch=args.batch,
                      budget_min=args.budget_min, out=args.out or catalog.OUT)
-    output.check_writable(p.out)
-    return p
+    return p  # the folder is made by catalog.run, once the model is known good
 
 
 def _catalog(p, where, started: float) -> int:

@@ -77,6 +77,20 @@ def test_bad_catalog_input_is_one_line_and_exit_2_before_any_model_loads(no_mode
         assert err.startswith("error: ") and fragment in err and "\n" not in err, err
 
 
+def test_a_refused_catalog_leaves_no_folder(no_model_loads, capsys, tmp_path, monkeypatch):
+    """A model that cannot be had, or a cluster that cannot take the jobs: exit 2, and no --out made."""
+    from shortlist import placement
+    out = tmp_path / "catalog"
+    assert main(["screen", "--all", "--model", "/no/such/model", "--out", str(out)]) == 2
+    assert "model folder /no/such/model does not exist" in capsys.readouterr().err and not out.exists()
+
+    def refuse(self, *args, **kwargs):
+        raise placement.PlacementError("no node offers a GPU")
+    monkeypatch.setattr(placement.Placement, "start", refuse)
+    assert main(["screen", "--all", "--model", "tiny", "--out", str(out)]) == 2
+    assert capsys.readouterr().err.strip() == "error: no node offers a GPU" and not out.exists()
+
+
 HEAVY = ("reasoning_gym", "torch", "transformers", "numpy")
 
 
