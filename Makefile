@@ -7,7 +7,8 @@ VENV_FLAGS ?= --system-site-packages
 	python3 -m venv $(VENV_FLAGS) .venv
 	# torch: reuse the machine's own (a GPU image's CUDA build); else the CPU wheel
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -r requirements.txt -e .
+	# the pins and this project, torch held where it is (install.py refuses if pip would replace it)
+	$(PY) install.py
 	touch $@
 
 # the optional extra for --executor ray (CI installs it, so that the Ray tests run there)

@@ -10,7 +10,7 @@ examples:
 
 from a shortlist to a proof:
     python -m shortlist screen --all --levels --out results/catalog     # the catalog: every family's levels
-    python -m proof run --out results/mine --families "<spec>, <spec>"  # specs: the catalog's "spec" column
+    python -m proof run --out results/mine --families "<spec>, <spec>"  # the spec column of shortlist.csv
   The proof screens those families again (01_predict), commits the verdicts with their SHA-256, trains
   each family (02_train_family) and reports whether each verdict held (03_report). A rerun resumes.
 """
@@ -20,52 +20,63 @@ from __future__ import annotations
 import argparse
 import sys
 
+# only what the parser needs: --help imports no environment, no torch (the rest once the input is parsed)
 from proof import settings as settings_
-from proof.commit import CommitError
+from proof.settings import SettingsError
 from shortlist import executors, sources
 from shortlist.errors import OneLine
 from shortlist.sources import source as source_
-from proof.settings import SettingsError
+
+RUN = """The whole proof, resumable, ending in <out>/report.html: 01_predict once (the verdicts committed with their
+SHA-256 before any training), 02_train_family per family (GRPO + LoRA, then the held-out evaluation), 03_report.
+The settings are proof/settings.py's; a preset sets some of them, --set any of them, the flags below the rest."""
+REPORT = """Rebuild <out>/report.html from an output folder alone: its predictions.json, families/*.json and the settings
+and trainee it committed. No model, no GPU, no training; not while a run is writing the same folder."""
 
 
-def main(argv: list[str] | None = None) -> int:
+def _settings_help() -> str:
+    """Every setting with its default (the full preset's), from the Settings record itself."""
+    shown = [f"{name}={value!r}" for name, value in settings_.DEFAULTS.items() if name != "families"]
+    return ("override a setting (repeatable); the settings, with the full preset's defaults: families (as "
+            f"--families), {', '.join(shown)}").replace("%", "%%")
+
+
+def _parser() -> argparse.ArgumentParser:
     first, rest = __doc__.split("\n", 1)
     ap = argparse.ArgumentParser(prog="python -m proof", description=first,
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=rest)
     sub = ap.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="predict, train every family, report", formatter_class=argparse.RawDescriptionHelpFormatter,
-                         description="The whole proof, resumable, ending in <out>/report.html: 01_predict once, "
-                                     "02_train_family per family, 03_report.", epilog=rest)
+                         description=RUN, epilog=rest)
     run.add_argument("--preset", choices=sorted(settings_.PRESETS),
-                     help="full (default): the seed's protocol on the trainee's model (Qwen3-0.6B), into results/full; "
-                          "smoke: the whole pipeline on the offline tiny model in minutes on a CPU, into results/smoke "
-                          "(its numbers mean nothing)")
+                     help=f"full (default): the seed's protocol on the trainee's model (Qwen3-0.6B), into {settings_.DEFAULTS['out']}; "
+                          "smoke: the whole pipeline on the offline tiny model in minutes on a CPU, into "
+                          f"{settings_.PRESETS['smoke']['out']} (its numbers mean nothing)")
     run.add_argument("--model", help="a hub name, a local folder, or 'tiny' (default: the trainee's own)")
-    run.add_argument("--trainee", help="a profile (qwen3, smollm2), 'profile(field=value, ...)', or a .json file")
-    run.add_argument("--families", help="comma-separated family specs (default: the preset's)")
-    run.add_argument("--out", help="the output folder (default: the preset's)")
-    run.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                     help=f"override a setting; settings: {', '.join(settings_.names())}")
+    run.add_argument("--trainee", help="a profile (qwen3, smollm2), 'profile(field=value, ...)', or a .json file "
+                                       f"(default: the preset's, {settings_.DEFAULTS['trainee']} for full)")
+    run.add_argument("--families", help="comma-separated family specs (default: the preset's; full: "
+                                        f"{', '.join(settings_.DEFAULTS['families'])})")
+    run.add_argument("--out", help=f"the output folder (default: the preset's: {settings_.DEFAULTS['out']} for full, "
+                                   f"{settings_.PRESETS['smoke']['out']} for smoke)")
+    run.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help=_settings_help())
     run.add_argument("--source", default=source_.DEFAULT,
-                     help=f"whose families: {', '.join(source_.SOURCES)} (default {source_.DEFAULT}); names in "
+                     help=f"whose families: {', '.join(source_.SOURCES)} (default: %(default)s); names in "
                           "--families (or the preset's) without a source's prefix are its")
     run.add_argument("--env-url", help="the OpenEnv server's URL, for --source openenv (README: Your own environments)")
     executors.add_arguments(run)
-    again = sub.add_parser("report", help="rebuild <out>/report.html from an output folder: no model, no GPU")
+    again = sub.add_parser("report", help="rebuild <out>/report.html from an output folder: no model, no GPU",
+                           description=REPORT, formatter_class=argparse.RawDescriptionHelpFormatter)
     again.add_argument("--out", required=True, help="a run's output folder (its predictions.json and results)")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Exit status: 0 done, 2 input refused (one line, nothing written), 1 a failure during the work (a family,
+    a notebook), 130/143 stopped by a signal."""
+    args = _parser().parse_args(argv)
     if args.command == "report":
-        from proof import runner
-        try:
-            with executors.stop_on_signals():
-                print(f"report: {runner.report_again(args.out)}")
-        except executors.Stopped as e:
-            print(f"stopped by {e}: the report was not written; the same command builds it", file=sys.stderr)
-            return e.code
-        except (CommitError, SettingsError, RuntimeError) as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 1
-        return 0
+        return _report(args.out)
     try:  # every bad input is one line, before any model loads
         overrides = dict(settings_.parse_override(item) for item in args.set)
         overrides |= {k: v for k, v in (("families", args.families), ("out", args.out), ("model", args.model),
@@ -73,9 +84,9 @@ def main(argv: list[str] | None = None) -> int:
         overrides |= _sourced(args)
         settings = settings_.make(args.preset, **overrides)
         where = executors.from_args(args)
-    except (SettingsError, executors.PlacementError, OneLine, ValueError) as e:
+    except OneLine as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return e.exit_code
     from proof import runner
     try:
         with executors.stop_on_signals():  # Ctrl-C, SIGTERM: every job stopped, the folder as a rerun resumes it
@@ -84,12 +95,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"stopped by {e}: nothing finished is lost; the same command resumes the run in {settings.out}",
               file=sys.stderr)
         return e.code
-    except executors.PlacementError as e:  # a Ray cluster that cannot take the jobs, before anything ran
+    except (OneLine, RuntimeError) as e:  # a refusal (a model, a cluster, a committed difference) or a failure
         print(f"error: {e}", file=sys.stderr)
-        return 2
-    except (CommitError, RuntimeError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+        return e.exit_code if isinstance(e, OneLine) else 1
     if outcome.failed:  # the others ran and the report was built; the exit status still says it
         print(f"error: {len(outcome.failed)} of {len(settings.families)} families did not finish: "
               + "; ".join(f"{k} ({why})" for k, why in outcome.failed.items()), file=sys.stderr)
@@ -111,6 +119,20 @@ def _sourced(args) -> dict:
     given = args.families or settings_.PRESETS.get(args.preset or "full", {}).get("families",
                                                                                  settings_.DEFAULTS["families"])
     return {"families": [f.key for f in sources.parse_list(given, args.source)]}
+
+
+def _report(out: str) -> int:
+    from proof import runner
+    try:
+        with executors.stop_on_signals():
+            print(f"report: {runner.report_again(out)}")
+    except executors.Stopped as e:
+        print(f"stopped by {e}: the report was not written; the same command builds it", file=sys.stderr)
+        return e.code
+    except (OneLine, RuntimeError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return e.exit_code if isinstance(e, OneLine) else 1
+    return 0
 
 
 if __name__ == "__main__":

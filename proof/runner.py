@@ -24,7 +24,7 @@ import nbformat
 
 from proof import checkpoint, commit, files, records, verify
 from proof.settings import Settings
-from shortlist import executors, provenance, sources
+from shortlist import executors, output, provenance, sources
 from shortlist.executors import sizing
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
@@ -143,7 +143,9 @@ def papermill(notebook: str, dest: str, parameters: str, out: str | None = None)
     does. Its sockets live in a private temporary folder: left to jupyter_client's default (a relative
     "kernel-ipc"), they land in the kernel's working folder, where a killed kernel leaves them behind. The
     kernel starts through shortlist.executors' launcher: it dies with this process and takes its share
-    of the GPU."""
+    of the GPU. What the kernel prints (a line per logged training step, a family's evaluations, "resumed
+    at step N") is this process's own output too, so the batch's console shows it as it comes, not only
+    the executed notebook."""
     import shutil
     import tempfile
 
@@ -153,8 +155,8 @@ def papermill(notebook: str, dest: str, parameters: str, out: str | None = None)
     Path(dest).parent.mkdir(parents=True, exist_ok=True)
     sockets = tempfile.mkdtemp(prefix="shortlist-kernel-")  # short: a socket path holds at most 107 bytes
     try:
-        pm.execute_notebook(notebook, dest, parameters=values, kernel_name="python3", log_output=True,
-                            progress_bar=False, cwd=str(NOTEBOOKS if NOTEBOOKS.is_dir() else Path(notebook).parent),
+        pm.execute_notebook(notebook, dest, parameters=values, kernel_name="python3", log_output=False,
+                            stdout_file=sys.stdout, stderr_file=sys.stderr, progress_bar=False, cwd=str(NOTEBOOKS if NOTEBOOKS.is_dir() else Path(notebook).parent),
                             kernel_manager_class=_kernel_manager(),
                             config=Config({"KernelManager": {"transport": "ipc", "ip": f"{sockets}/kernel"}}))
     finally:
@@ -228,16 +230,33 @@ def run(settings: Settings, notebooks: Notebooks | None = None, log=print,
         where: executors.Placement | None = None) -> Outcome:
     """The whole proof: every family is tried and the report is built even where some fail. Families
     run as jobs of the placement's executor (shortlist.executors: this machine's GPUs, or a Ray
-    cluster); one run at a time holds the output folder."""
+    cluster); one run at a time holds the output folder, taken once the inputs are known good: a
+    refusal (a model that cannot be had, no GPU, a cluster that cannot take the jobs) writes nothing."""
     notebooks = notebooks or THE_NOTEBOOKS
     settings = settings.replace(out=str(Path(settings.out).resolve()))  # kernels run elsewhere
-    files.check_writable(settings.out)
-    executor = (where or executors.Placement()).start(log, peaks=lambda: _peaks(settings))
+    where = where or executors.Placement()
+    if _needs_model(settings):
+        _check_model(settings, where.remote)  # one line now, read-only, if it cannot be had
+    with output.removed_if_refused(settings.out, (executors.LOCK, executors.HOLDER)):  # a refusal leaves no folder
+        files.check_writable(settings.out)
+        executor = where.start(log, peaks=lambda: _peaks(settings))
+        try:
+            with executors.one_run(settings.out):
+                return _run(settings, notebooks, log, executor)
+        finally:
+            executor.close()
+
+
+def _needs_model(settings: Settings) -> bool:
+    """Whether this run would load the model: predictions to commit, or families left to train. A folder
+    whose committed predictions differ needs it too (and one whose results fail verification, under the lock), so that a model that cannot be had is named before any
+    such difference (the difference itself is refused under the lock, where the folder is read again)."""
     try:
-        with executors.one_run(settings.out):
-            return _run(settings, notebooks, log, executor)
-    finally:
-        executor.close()
+        _, sha = commit.verified(settings)
+    except commit.CommitError:
+        return True
+    results = (records.read(files.result(settings.out, sources.parse(key).slug), sha) for key in settings.families)
+    return not all(isinstance(r, records.FamilyResult) for r in results)  # read only: verified under the lock
 
 
 def _run(settings: Settings, notebooks: Notebooks, log, executor: executors.Executor) -> Outcome:
@@ -246,8 +265,7 @@ def _run(settings: Settings, notebooks: Notebooks, log, executor: executors.Exec
     try:
         _, sha = commit.verified(settings)
         log(f"01_predict: kept, predictions verify (sha256 {sha[:12]}…)")
-    except commit.NotCommitted:
-        _check_model(settings, executor)  # the model is needed: one line now if it cannot be had
+    except commit.NotCommitted:  # the model was checked before the lock (run)
         log("01_predict: screening every family and committing the predictions")
         committed = ("predictions.json", "predictions.sha256")  # 01 refuses to overwrite other settings' own
         job = notebook_job("01_predict", notebooks.predict, out_nb / PREDICT, parameters, reads=committed,
@@ -258,12 +276,10 @@ def _run(settings: Settings, notebooks: Notebooks, log, executor: executors.Exec
             raise RuntimeError(f"01_predict failed: {reason} (see {out_nb / PREDICT})")
         _, sha = commit.verified(settings)
         stamp(out_nb / PREDICT, sha, settings)
-    except commit.CommitError:
-        _check_model(settings, executor)  # a model that cannot be had is the real problem, before any difference
-        raise
+        log(f"01_predict: done ({ran.seconds:.0f} s), predictions committed (sha256 {sha[:12]}…)")
     todo = pending(settings, sha, log)
     if todo:
-        _check_model(settings, executor)  # committed earlier, perhaps elsewhere: this machine must still be able to train
+        _check_model(settings, executor.remote)  # a result that failed verification: this machine must train it
     log(f"02_train_family: {len(todo)} of {len(settings.families)} families to run"
         + (f" ({len(settings.families) - len(todo)} already done)" if len(todo) < len(settings.families) else ""))
     jobs = {f"02 {key}": key for key in todo}
@@ -280,12 +296,12 @@ def _run(settings: Settings, notebooks: Notebooks, log, executor: executors.Exec
     return Outcome(html, failures)
 
 
-def _check_model(settings: Settings, executor: executors.Executor) -> None:
+def _check_model(settings: Settings, remote: bool) -> None:
     """The model can be had, fits the trainee, and has a GPU to train on (or is the tiny one); on a Ray
     cluster the GPUs are the workers', not this machine's."""
     from shortlist.models import config as models
     models.check_fits(models.model_config(settings.profile.model), settings.profile)
-    if not executor.remote:
+    if not remote:
         models.check_device(settings.profile.model)
 
 

@@ -15,10 +15,13 @@ import dataclasses
 from dataclasses import dataclass, field, fields
 
 import math
+from typing import TYPE_CHECKING
 
 from shortlist import defaults, sources
-from shortlist import trainee as trainee_
 from shortlist.errors import OneLine
+
+if TYPE_CHECKING:
+    from shortlist.trainee import Trainee
 
 # A deadline under which honest answers start to time out, so that timeouts, not the model, decide the
 # verdicts. Measured on the project's 2-core CPU machine at load ~7 (other jobs running), 320 honest answers
@@ -80,6 +83,7 @@ class Settings:
         object.__setattr__(self, "families", tuple(f.key for f in sources.parse_list(fams)) if fams else ())
         # a record (Trainee.as_dict()) is how the batch hands the trainee to a kernel: a profile that only
         # this process registered arrives whole
+        from shortlist import trainee as trainee_  # here, not above: `--help` imports settings, not the environments
         resolved = trainee_.resolve(self.trainee) if isinstance(self.trainee, (str, dict)) else None
         if resolved is not None and self.model:
             resolved = resolved.replace(model=self.model)
@@ -87,7 +91,7 @@ class Settings:
         self.validate()  # once, where a Settings is made: every record in hand is a valid one
 
     @property
-    def profile(self) -> trainee_.Trainee:
+    def profile(self) -> Trainee:
         """The trainee these settings train: its profile, with `model` put in where one is given."""
         return self._profile
 
@@ -207,11 +211,12 @@ def make(preset: str | None = None, **overrides) -> Settings:
     unknown = sorted(set(overrides) - set(names()))
     if unknown:
         raise SettingsError(f"unknown setting {unknown[0]!r}; settings: {', '.join(names())}")
+    from shortlist.trainee import TraineeError
     try:
         return Settings(**{**PRESETS.get(preset or "full", {}), **overrides})
     except sources.FamilyError as e:
         raise SettingsError(f"families: {e}") from None
-    except trainee_.TraineeError as e:
+    except TraineeError as e:
         raise SettingsError(str(e)) from None
 
 

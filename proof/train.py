@@ -187,7 +187,7 @@ def train(loaded: sampling.Loaded, settings: Settings, family: Family, rows: lis
         trainer.remove_callback(PrinterCallback)  # the bookkeeper logs a short line instead of every metric
         if resume:
             books.resumed_at_step = int(checkpoint.CHECKPOINT.fullmatch(resume.name).group(1))
-            log(f"resuming from {resume}")
+            log(f"{family.key}: resumed at step {books.resumed_at_step} of {settings.steps} (from {resume})")
         run_trainer(trainer, resume, folder)
     books.timings |= {"train_s": keeper.train_s(), "first_step_s": keeper.first_step_s}
     books.scoring = _plus(books.scoring, keeper.scoring())

@@ -9,7 +9,8 @@ examples:
     python -m shortlist families      # every Reasoning Gym family that builds with its defaults
     python -m shortlist screen --source openenv --env-url http://127.0.0.1:8000 --families env   # an OpenEnv server
 
-from a shortlist to a proof: a row's "spec" is a family spec the proof takes unchanged,
+from a shortlist to a proof: a row's "spec" (the spec column of <out>/shortlist.csv, or shortlist.json) is a
+family spec the proof takes unchanged,
     python -m proof run --out results/mine --families "<spec>, <spec>"
   which commits the verdicts first, then trains each family and tests them (python -m proof --help).
 """
@@ -21,34 +22,31 @@ import sys
 import time
 from pathlib import Path
 
-from shortlist import defaults, executors, output, sources, trainee
-from shortlist.catalog.records import CatalogError
+# only what the parser needs: --help imports no environment, no torch (the rest once the input is parsed)
+from shortlist import defaults, executors, sources
 from shortlist.errors import OneLine
-from shortlist.models import config as models
-from shortlist.models.config import ModelError
-from shortlist.output import OutputError
-from shortlist.sources import FamilyError
-from shortlist.sources.levels import LevelError
-from shortlist.trainee import TraineeError
+
+SCREEN = """Sample the trainee on each family exactly as GRPO will (--tasks tasks x the trainee's group) and print a
+verdict per family: improves, too hard, already solved, no signal, or an audit verdict (the reward cannot tell).
+With --all or --levels, the catalog: every family (or those named), ranked into <out>/shortlist.{json,csv,html}."""
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     first, rest = __doc__.split("\n", 1)
     ap = argparse.ArgumentParser(prog="python -m shortlist", description=first,
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=rest)
     sub = ap.add_subparsers(dest="command", required=True)
-    sc = sub.add_parser("screen", help="sample a model on families and print a verdict per family",
+    sc = sub.add_parser("screen", help="sample a model on families and print a verdict per family", description=SCREEN,
                         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=rest)
-    sc.add_argument("--trainee", default="qwen3",
-                    help="a profile (qwen3, smollm2), 'profile(field=value, ...)', or a .json file")
+    sc.add_argument("--trainee", default="qwen3", help="a profile (qwen3, smollm2), 'profile(field=value, ...)', "
+                                                       "or a .json file (default: %(default)s)")
     sc.add_argument("--model", help="a hub name, a local folder, or 'tiny' (offline); default: the trainee's own")
     sc.add_argument("--families", help=f"default: {', '.join(sources.DEFAULT)}; with --levels, names only")
-    sc.add_argument("--tasks", type=int, default=defaults.SCREEN_TASKS, help="tasks per family")
+    sc.add_argument("--tasks", type=int, default=defaults.SCREEN_TASKS, help="tasks per family (default: %(default)s)")
     sc.add_argument("--first-seed", type=int, default=defaults.PREDICT_SEED,
-                    help=f"the first task seed; tasks are seeds first..first+tasks-1 (default {defaults.PREDICT_SEED}: "
-                         "the proof's prediction tasks)")
+                    help="the first task seed; tasks are seeds first..first+tasks-1 (default: %(default)s)")
     sc.add_argument("--batch", type=int, default=defaults.SAMPLE_BATCH,
-                    help="sequences per generate() call; 0: as many as fit in GPU memory")
+                    help="sequences per generate() call; 0: as many as fit in GPU memory (default: %(default)s)")
     sc.add_argument("--json", help="also write the screens to this file")
     sc.add_argument("--all", action="store_true", help="the catalog: every Reasoning Gym family, at its curriculum's "
                                                        "easiest level, ranked into <out>/shortlist.{json,csv,html}")
@@ -60,7 +58,13 @@ def main(argv: list[str] | None = None) -> int:
     fa = sub.add_parser("families", help="list the families that build with their default config")
     for p in (sc, fa):
         _source_arguments(p)
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    from shortlist import output, trainee
+    from shortlist.models import config as models
 
     if args.command == "families":
         return _families(args)
@@ -83,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             _writable(Path(args.json))
         models.check_fits(models.model_config(who.model), who)
-    except (FamilyError, TraineeError, ModelError, OutputError, CatalogError, LevelError, ValueError, OneLine) as e:
+    except (OneLine, ValueError) as e:  # a family, trainee, model, folder, catalog, level or placement
         print(f"error: {e}", file=sys.stderr)
         return 2
     if catalog_run:
@@ -124,8 +128,7 @@ def _catalog_plan(args, who):
     names = None if args.all else args.families or _default_families(args.source)
     p = catalog.plan(who, names, source=args.source, walk=args.levels, tasks=args.tasks, first_seed=args.first_seed, batch=args.batch,
                      budget_min=args.budget_min, out=args.out or catalog.OUT)
-    output.check_writable(p.out)
-    return p
+    return p  # the folder is made by catalog.run, once the model is known good
 
 
 def _catalog(p, where, started: float) -> int:
@@ -136,9 +139,9 @@ def _catalog(p, where, started: float) -> int:
     except executors.Stopped as e:
         print(f"stopped by {e}: every walk is kept as written; the same command goes on in {p.out}", file=sys.stderr)
         return e.code
-    except OneLine as e:  # a cluster that cannot take the jobs, a folder in use, a full disk, a model gone
+    except OneLine as e:  # a cluster that cannot take the jobs, a folder in use, a model gone: 2; a full disk: 1
         print(f"error: {e}", file=sys.stderr)
-        return 2 if isinstance(e, executors.PlacementError) else 1
+        return e.exit_code
     print(catalog.summary(found, p))
     print(f"wall time: {time.perf_counter() - started:.1f} s")
     return 0
@@ -185,6 +188,8 @@ def _default_families(source: str) -> list[str]:
 
 def _writable(path: Path) -> None:
     """Refuse a --json path that cannot be written before the screen runs, not after."""
+    from shortlist import output
+    from shortlist.output import OutputError
     if path.is_dir():
         raise OutputError(f"--json {path}: is a folder")
     if not path.parent.is_dir():

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 
 class OneLine(Exception):
+    # the command lines' exit status: 2 for a refusal of the input (argparse's own for a bad flag); a
+    # failure while the work runs (a full disk) says 1, as a family that failed does
+    exit_code = 2
+
     def _render_traceback_(self) -> list[str]:
         return [f"{type(self).__name__}: {self}"]
 

@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import tempfile
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from shortlist.errors import OneLine
@@ -34,6 +35,7 @@ class OutputError(OneLine, RuntimeError):
 
 class DiskFull(OutputError):
     """No space (or no quota) left where a run writes; the message is one line."""
+    exit_code = 1  # the work failed, the input was sound
 
 
 FULL = (errno.ENOSPC, errno.EDQUOT)
@@ -86,6 +88,24 @@ def check_writable(out) -> Path:
     except OSError as e:
         raise OutputError(f"cannot write into {out}: {e.strerror or type(e).__name__}") from None
     return out
+
+
+@contextmanager
+def removed_if_refused(out, leftovers: tuple = ()):
+    """An output folder made inside this block is removed again if the block ends in an exception before
+    anything but the leftovers (a run's lock files) was written into it: a refusal leaves no folder behind.
+    A folder that was there before, or that holds anything else (another run's files), stays."""
+    out = Path(out)
+    made = not out.exists()
+    try:
+        yield
+    except BaseException:
+        if made and out.is_dir() and {p.name for p in out.iterdir()} <= set(leftovers):
+            for name in leftovers:
+                (out / name).unlink(missing_ok=True)
+            with suppress(OSError):  # something arrived meanwhile: it stays
+                out.rmdir()
+        raise
 
 
 def write_bytes(path: Path, data: bytes) -> None:

@@ -14,13 +14,10 @@ SECONDS = "{:.0f}"
 
 def p_bound(resamples: int, adjusted_for: int = 1) -> str:
     """The smallest bootstrap p that can be told from 0: 1/resamples, times the number of tests where Holm's
-    adjustment multiplied it, rounded up so that it stays a bound ("5e-4")."""
+    adjustment multiplied it, rounded up to the 3 decimals every p is written with, so that it stays a bound
+    ("0.001")."""
     bound = max(adjusted_for, 1) / resamples  # no test yet (nothing finished): the unadjusted resolution
-    exponent = math.floor(math.log10(bound))
-    mantissa = math.ceil(round(bound / 10 ** exponent, 9))
-    if mantissa == 10:
-        mantissa, exponent = 1, exponent + 1
-    return f"{mantissa}e{exponent}"
+    return f"{max(math.ceil(round(bound * 1000, 9)) / 1000, 0.001):.3f}"
 
 
 def p_text(p: float | None, resamples: int | None = None, adjusted_for: int = 1) -> str:

@@ -120,7 +120,8 @@ def family_line(report: Report, key: str) -> str:
                f"{p_text(acc['p'], report.settings['bootstrap_n'])}) on {a.counted} {_counted(report)} tasks "
                f"({a.distinct} distinct){policy}")
     verdict = ("not judged: " + "; ".join(a.not_judged)) if a.not_judged else "held" if a.held else "did not hold"
-    return f"{said}; {outcome}; {a.learning}; {verdict}."
+    learning = "no significant gain" if a.learning == "none" else a.learning
+    return f"{said}; {outcome}; {learning}; {verdict}."
 
 
 def _counted(report: Report) -> str:
@@ -163,16 +164,20 @@ def _comparisons(report: Report) -> str:
     either = [c for c in comps if c.disagree]
     text = ""
     if either:
-        parts = [f"'{c.rule}' {c.mcnemar['only_first']}:{c.mcnemar['only_second']} (p {c.mcnemar['p']:.3f}, Holm "
-                 f"{c.p_holm:.3f}" + (f"; best possible {c.best_p:.3f}" if c.best_p is not None else "") + ")"
+        parts = [f"'{c.rule}', where {_alone(c.mcnemar)} (exact McNemar p {p_text(c.mcnemar['p'])}, Holm "
+                 f"{p_text(c.p_holm)}" + (f", best possible {p_text(c.best_p)}" if c.best_p is not None else "") + ")"
                  for c in either]
-        text += (f" Against simpler rules (specs only the rule got right : only the other did; exact McNemar p; Holm "
-                 f"across the {len(comps)} comparisons): " + "; ".join(parts) + ".")
+        text += f" Against simpler rules (Holm across the {len(comps)} comparisons): " + "; ".join(parts) + "."
     same = [f"'{c.rule}'" for c in comps if not c.disagree]
     if same:
         text += (f" It predicts as {', '.join(same)} on every judged spec: "
                  f"{'that comparison' if len(same) == 1 else 'those comparisons'} cannot come out either way.")
     return text
+
+
+def _alone(m: dict) -> str:
+    """Where the rule and another disagree: who alone was right, counted in specs."""
+    return f"the rule alone was right on {page.count(m['only_first'], 'spec')} and it alone on {m['only_second']}"
 
 
 def _gains(report: Report) -> str:
@@ -234,26 +239,43 @@ def top(report: Report):
 
 
 def rules_text(report: Report) -> str:
-    """What the comparison can and cannot show, in words, once per comparator."""
+    """What the comparison can and cannot show, in words: once per comparator that can disagree, and the
+    comparators that predict as the rule everywhere in one sentence."""
     judged = report.across.judged
     lines = [f"The comparison rests on {page.count(len(judged), 'judged spec')} (the commitment set apart the audit's "
              f"verdicts and the specs short of evaluation questions; no outcome changes that)."]
-    for c in report.across.comparisons[1:]:
-        m = c.mcnemar
-        best = f" The commitment said it could reach p {c.best_p:.3f} at best." if c.best_p is not None else ""
+    comps = report.across.comparisons[1:]
+    same = [c for c in comps if not c.disagree]
+    if same:
+        lines.append(f"{_names(same)} {'predicts' if len(same) == 1 else 'predict'} as the rule on every judged spec: "
+                     f"no test{_best(same)}.")
+    for c in comps:
         if not c.disagree:
-            lines.append(f"'{c.rule}' predicts as the rule on every judged spec: no test.{best}")
-        elif m["discordant"] == 0:
+            continue
+        m = c.mcnemar
+        if m["discordant"] == 0:
             lines.append(f"'{c.rule}' disagrees with the rule on {page.count(c.disagree, 'spec')}, and both are right "
-                         f"(or both wrong) on each: no evidence either way.{best}")
+                         f"(or both wrong) on each: no evidence either way{_best([c])}.")
         else:
             better = "the rule" if m["only_first"] > m["only_second"] else f"'{c.rule}'" \
                 if m["only_second"] > m["only_first"] else "neither"
-            lines.append(f"Against '{c.rule}': the rule alone was right on {m['only_first']}, '{c.rule}' alone on "
-                         f"{m['only_second']}; {better} does better here (exact McNemar p {m['p']:.3f}, Holm "
-                         f"{c.p_holm:.3f}" + (", not significant" if c.p_holm > report.settings["alpha"] else "")
-                         + f").{best}")
+            lines.append(f"Against '{c.rule}', {_alone(m)}; {better} does better here (exact McNemar p "
+                         f"{p_text(m['p'])}, Holm {p_text(c.p_holm)}"
+                         + (", not significant" if c.p_holm > report.settings["alpha"] else "") + f"){_best([c])}.")
     return " ".join(lines)
+
+
+def _names(comps) -> str:
+    names = [f"'{c.rule}'" for c in comps]
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _best(comps) -> str:
+    """The best p the commitment allowed these comparisons, said once for all of them."""
+    best = sorted({p_text(c.best_p) for c in comps if c.best_p is not None})
+    if not best:
+        return ""
+    return f"; the commitment said {'it' if len(comps) == 1 else 'they'} could reach p {' or '.join(best)} at best"
 
 
 def confusion_text(report: Report) -> str:

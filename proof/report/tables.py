@@ -3,6 +3,8 @@ model output and user input: "<answer>" must show, not vanish into, or act as, m
 rest on one task set: the counted evaluation tasks, where a table says so."""
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 
 from proof import figures, rules
@@ -14,10 +16,34 @@ from shortlist import screening, sources
 
 
 def _table(rows: list[dict], formats: dict):
-    """A table for the notebook and the HTML report, its text escaped."""
+    """A table for the notebook and the HTML report, its text escaped. A family spec may break after its
+    '(' (and at its spaces), never inside a name; a cell of numbers is marked `num`, which the report's
+    style keeps on one line (shortlist/templates/report.html.j2)."""
     frame = pd.DataFrame(rows)
+    formats = {"family": spec_cell} | formats
+    classes = frame.map(lambda v: "num" if _numeric(v) else "") if len(frame) else frame
     return (frame.style.format(na_rep="–", escape="html")
-            .format({k: v for k, v in formats.items() if k in frame}, na_rep="–", escape="html").hide(axis="index"))
+            .format({k: v for k, v in formats.items() if k in frame}, na_rep="–", escape="html")
+            .set_td_classes(classes).hide(axis="index"))
+
+
+_NUMERIC = re.compile(r"[\d\s+\-−–.,:/\[\]()<>≤≥→%]*\d[\d\s+\-−–.,:/\[\]()<>≤≥→%]*")
+
+
+def _numeric(value) -> bool:
+    """A number, or text made only of numbers and their signs: '0.280 → 0.409', '+0.129 [+0.043, +0.215]'."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, (int, float)) or (isinstance(value, str) and bool(_NUMERIC.fullmatch(value)))
+
+
+def spec_cell(value) -> str:
+    """A family spec as HTML that breaks only at its spaces and after its '(': each word kept whole (a `w`
+    span, which the report's style keeps on one line), a <wbr> after the '(' (nothing is added to the text
+    a reader copies). Styler escapes a value before a callable formats it, and leaves what it returns as is."""
+    if value is None or value != value:
+        return "–"
+    return " ".join(f'<span class="w">{word}</span>' for word in str(value).replace("(", "(<wbr>").split(" "))
 
 
 SHOWN = ("pass1", "passk", "mean", "signal_raw", "signal_correct", "learnability", "extracted", "clipped", "ceiling",

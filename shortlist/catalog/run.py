@@ -63,6 +63,11 @@ def run(p: Plan, log=print, where: executors.Placement | None = None) -> Catalog
     """Screen the plan's families, resuming what is kept, within its budget; write the shortlist. One run
     at a time holds the output folder; workers are jobs of the placement's executor."""
     started = walk.clock()
+    with output.removed_if_refused(p.out, (executors.LOCK, executors.HOLDER)):  # a refusal leaves no folder
+        return _run(p, log, where, started)
+
+
+def _run(p: Plan, log, where: executors.Placement | None, started: float) -> Catalog:
     out = output.check_writable(p.out)
     p = p.replace(out=str(out.resolve()), model_identity=model_config.identity(p.trainee.model),
                   deadline=started + p.budget_min * 60 if p.budget_min else None,

@@ -34,12 +34,12 @@ from shortlist.executors.errors import PlacementError
 from shortlist.executors.jobs import OUT, PER_GPU, SCRATCH, WHERE, Job, Ran, describe, here, launcher
 from shortlist.executors.kill import descendants, stop
 from shortlist.executors.local import Local, visible_gpus
-from shortlist.executors.lock import Busy, one_run
+from shortlist.executors.lock import HOLDER, LOCK, Busy, one_run
 from shortlist.executors.placement import Placement, add_arguments, from_args
 from shortlist.executors.protocol import Executor
 from shortlist.executors.signals import Stopped, exit, stop_on_signals
 from shortlist.executors.sizing import auto
 
-__all__ = ["OUT", "PER_GPU", "SCRATCH", "WHERE", "Busy", "Executor", "Job", "Local", "Placement", "PlacementError",
+__all__ = ["HOLDER", "LOCK", "OUT", "PER_GPU", "SCRATCH", "WHERE", "Busy", "Executor", "Job", "Local", "Placement", "PlacementError",
            "Ran", "Stopped", "add_arguments", "auto", "describe", "descendants", "exit", "from_args", "here",
            "launcher", "one_run", "stop", "stop_on_signals", "visible_gpus"]

@@ -6,7 +6,7 @@ import os
 import socket
 import sys
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from shortlist import output
@@ -48,4 +48,6 @@ def one_run(out):
                                          "command": " ".join(sys.argv)})
         yield
     finally:
+        with suppress(OSError):  # said only while held: an ended run leaves no pid behind
+            os.unlink(out / HOLDER)
         os.close(fd)

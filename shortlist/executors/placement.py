@@ -47,6 +47,11 @@ class Placement:
         if self.executor == "ray" and importlib.util.find_spec("ray") is None:
             raise needs_ray()
 
+    @property
+    def remote(self) -> bool:
+        """Whether its jobs will run on other machines (their GPUs, not this one's): known before it starts."""
+        return self.executor == "ray"
+
     def start(self, log=print, peaks: Callable[[], Iterable] = tuple) -> Executor:
         """The executor, ready: Ray connected and checked, auto decided (peaks: those measured so far)."""
         if self.executor == "ray":
@@ -63,12 +68,14 @@ class Placement:
 def add_arguments(parser) -> None:
     """The flags of every command that runs jobs (proof run, screen --all/--levels)."""
     g = parser.add_argument_group("where jobs run")
-    g.add_argument("--executor", default="local", help="local: this machine's GPUs (default); ray: a Ray cluster")
+    g.add_argument("--executor", default="local", choices=("local", "ray"),
+                   help="local: this machine's GPUs; ray: a Ray cluster (default: %(default)s)")
     g.add_argument("--per-gpu", default="1", metavar="N|auto",
-                   help="jobs sharing each GPU, each capped at 1/N of its memory (default 1); auto: as many as the "
-                        "free memory holds at the per-job peak (--job-gib, or the largest recorded in --out)")
+                   help="jobs sharing each GPU, each capped at 1/N of its memory; auto: as many as the free memory "
+                        "holds at the per-job peak (--job-gib, or the largest recorded in --out) (default: %(default)s)")
     g.add_argument("--job-gib", type=float, help="--per-gpu auto: a job's peak GPU memory, declared, in GiB")
-    g.add_argument("--address", default="auto", help="--executor ray: the cluster's head, auto or HOST:PORT")
+    g.add_argument("--address", default="auto",
+                   help="--executor ray: the cluster's head, auto or HOST:PORT (default: %(default)s)")
     g.add_argument("--mps", action="store_true",
                    help="local, with --per-gpu above 1: jobs sharing a GPU run side by side through a CUDA MPS "
                         "daemon the run starts and stops (needs nvidia-cuda-mps-control); without it they take turns")

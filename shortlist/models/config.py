@@ -19,6 +19,8 @@ class ModelError(OneLine, RuntimeError):
 
 
 CPU_OK = "SHORTLIST_CPU"  # =1: train a real model on a machine without a GPU anyway
+# the way to the offline model, spelled as each place where a model is given spells it
+TINY_HINT = "the tiny model, offline (model = 'tiny' in a notebook, --model tiny on a command line)"
 
 
 def check_device(name: str) -> None:
@@ -30,7 +32,8 @@ def check_device(name: str) -> None:
     if torch.cuda.is_available():
         return
     raise ModelError(f"no GPU here for model {name!r}: turn one on (Kaggle: Settings > Accelerator > GPU T4 x2), "
-                     f"or set model='tiny' for the offline smoke run (minutes; its numbers mean nothing), or set "
+                     "or try the pipeline offline on the tiny model (its numbers mean nothing): model = 'tiny' in "
+                     "a notebook's parameters, --preset smoke on the command line (the smoke run, minutes), or set "
                      f"{CPU_OK}=1 to train it on the CPU anyway (hours)")
 
 
@@ -47,12 +50,12 @@ def model_config(name: str):
         folder = Path(name).expanduser()
         if not folder.is_dir():
             raise ModelError(f"model folder {name} does not exist: give a folder holding config.json and weights, "
-                             f"a hub name, or model='tiny' (offline)")
+                             f"a hub name, or {TINY_HINT}")
         if not (folder / "config.json").is_file():
             raise ModelError(f"model folder {name} holds no config.json: is it a Hugging Face model folder?")
     elif not _hub_reachable() and not _cached(name):  # not a minute of retries to learn what one try tells
         raise ModelError(f"cannot reach the model hub for {name!r} and it is not in the local cache: turn the "
-                         f"Internet on (Kaggle: Settings > Internet), give a local folder, or use model='tiny' (offline)")
+                         f"Internet on (Kaggle: Settings > Internet), give a local folder, or use {TINY_HINT}")
     import transformers
     from huggingface_hub.utils import logging as hf_logging
     verbosity = hf_logging.get_verbosity()
@@ -62,7 +65,7 @@ def model_config(name: str):
     except Exception as e:  # noqa: BLE001  the hub's errors are many and long; what to do is the same
         first = str(e).strip().splitlines()[0][:160] if str(e).strip() else type(e).__name__
         raise ModelError(f"cannot load {name!r} from the model hub ({first}). Turn the Internet on (Kaggle: "
-                         f"Settings > Internet), give a local folder, or use model='tiny' (offline)") from None
+                         f"Settings > Internet), give a local folder, or use {TINY_HINT}") from None
     finally:
         hf_logging.set_verbosity(verbosity)
 

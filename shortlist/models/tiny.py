@@ -76,9 +76,11 @@ def _tokenizer(corpus: list[str]):
 
 def build(dest: Path) -> None:
     import torch
+    import transformers
     from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
 
     from shortlist import trainee
+    transformers.utils.logging.disable_progress_bar()  # save_pretrained's "Writing model shards" bar, on the console
     taught, text = _examples()
     replies = [f"<answer>{t['answer']}</answer>" for t in taught]
     tok = _tokenizer([trainee.QWEN3.system_prompt] + [t["question"] for t in taught] + replies + text)

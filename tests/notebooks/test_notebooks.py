@@ -106,24 +106,30 @@ def kaggle_lines(path: Path) -> list[str]:
     nb = nbformat.read(path, as_version=4)
     cell = next(c for c in nb.cells if "kaggle" in c.metadata.get("tags", []))
     import re
-    return re.findall(r"`!(pip install [^`]+)`", cell.source)
+    return re.findall(r"`!((?:pip install|python \S*install\.py)[^`]*)`", cell.source)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_the_kaggle_install_line_works_from_any_folder(path, tmp_path):
-    """Kaggle's notebooks run in /kaggle/working, not in the clone: the line must name the clone's paths,
+    """Kaggle's notebooks run in /kaggle/working, not in the clone: the lines (Internet on, and off from a
+    dataset of wheels) are install.py by the clone's path, which keeps Kaggle's torch (tests/test_install.py),
     and nothing it installs may be relative to the folder it is typed in."""
     import subprocess
     import sys
-    (line,) = kaggle_lines(path)
     root = Path(__file__).resolve().parents[2]
-    assert "requirements.txt" in line and not any(arg in (".", "-e.") for arg in line.split())
-    local = line.replace("/kaggle/working/shortlist", str(root))
+    lines = kaggle_lines(path)
+    assert lines and all(line.startswith("python /kaggle/working/shortlist/install.py") for line in lines), lines
+    sys.path.insert(0, str(root))
+    try:
+        import install
+    finally:
+        sys.path.remove(str(root))
     # from another folder, pip resolves every requirement of the line: -r's and -e's paths included (no
-    # download: --dry-run --no-deps --no-index stops at the first package it would have to fetch)
-    args = local.split()[2:]
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "--no-build-isolation",
-                           *[a for a in args if a != "-q"][-2:]], cwd=tmp_path, capture_output=True, text=True)
+    # download: --dry-run --no-deps stops at the requirements themselves)
+    constraint = tmp_path / "torch.txt"
+    constraint.write_text("")
+    done = subprocess.run(install.pip_args(constraint, ["--dry-run", "--no-deps", "--no-build-isolation"]),
+                          cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr  # -e <clone>: a Python project, found from any folder
     assert not any(line.strip() in ("-e .", "-e.") for line in (root / "requirements.txt").read_text().splitlines())
 
@@ -144,5 +150,5 @@ def test_run_all_on_a_machine_without_a_gpu_stops_in_its_first_cell_with_the_one
     with pytest.raises(nbclient.exceptions.CellExecutionError) as e:
         run_all(books["01_predict.ipynb"], {"out": str(tmp_path / "run"), "model": model}, tmp_path / "01.ipynb")
     assert f"ModelError: no GPU here for model {model!r}: turn one on (Kaggle: Settings > Accelerator" in str(e.value)
-    assert "set model='tiny' for the offline smoke run" in str(e.value)
+    assert "model = 'tiny' in a notebook's parameters, --preset smoke on the command line" in str(e.value)
     assert not (tmp_path / "run").exists()

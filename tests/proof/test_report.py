@@ -13,6 +13,8 @@ from proof import files, report, runner
 
 HELD_UP = [0.0] * 100 + [1.0] * 100  # before
 UP = [1.0] * 200  # after: every task right
+CHROMIUM = pytest.mark.skipif(shutil.which("chromium") is None and not os.environ.get("CI"),
+                              reason="Debian's chromium is not installed here (CI installs it)")
 
 
 def test_headline_counts_held_failed_and_not_run(synthetic):
@@ -31,6 +33,25 @@ def test_headline_counts_held_failed_and_not_run(synthetic):
     assert "'always improves'" in same and "'pass@1 > 0'" in same and "cannot come out either way" in text
     assert text.count("cannot come out either way") == 1  # each sentence once
     assert "No spec was predicted 'too hard' or 'already solved' or 'no signal'" in text
+
+
+def sentences(text: str) -> list[str]:
+    return [t for t in re.split(r"(?<=[.:;])\s+(?=[A-Z'*(])", text.replace("**", "")) if t]
+
+
+def test_each_sentence_of_the_headline_and_the_comparison_text_appears_once(synthetic):
+    """Comparators that cannot disagree with the rule, and a family with no significant gain: each thing is said
+    once (one sentence for all the comparators alike), and a family's line names what happened in words."""
+    s = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP},
+                   "leg_counting": {"prediction": "improves", "before": HELD_UP, "after": HELD_UP},
+                   "products": {"prediction": "improves", "before": HELD_UP, "after": UP}})
+    r = report.load(s.out)
+    for text in (report.headline(r), report.rules_text(r)):
+        said = sentences(text)
+        assert len(said) > 3 and len(said) == len(set(said)), text
+    assert report.rules_text(r).count("as the rule on every judged spec") == 1  # all such comparators at once
+    line = report.family_line(r, "leg_counting")
+    assert "; no significant gain; did not hold." in line and "none" not in line
 
 
 def test_counts_of_one_read_in_the_singular(synthetic):
@@ -55,7 +76,7 @@ def test_the_report_again_is_refused_beside_a_run_writing_the_same_folder(synthe
     from shortlist import executors
     s = synthetic({}, not_run=["chain_sum"])
     with executors.one_run(s.out):
-        assert main(["report", "--out", s.out]) == 1
+        assert main(["report", "--out", s.out]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"error: {s.out} is in use by another run (pid ") and "\n" not in err
     assert not files.report(s.out).exists()
@@ -101,8 +122,7 @@ def test_rendered_when_jupyters_search_path_misses_nbconverts_install(smoke_run,
     assert (tmp_path / "r.html").read_text() == Path(smoke_run[1]).read_text()  # what the batch rendered
 
 
-@pytest.mark.skipif(shutil.which("chromium") is None and not os.environ.get("CI"),
-                    reason="Debian's chromium is not installed here (CI installs it)")
+@CHROMIUM
 def test_report_renders_in_headless_chromium(smoke_run, tmp_path):
     png = tmp_path / "report.png"
     subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -118,6 +138,56 @@ def test_report_renders_in_headless_chromium(smoke_run, tmp_path):
         (abs(image[..., 2] - 205 / 255) < 0.02)
     rows = amber.sum(axis=1) > 600  # rows where most of the page width is banner
     assert rows[:700].sum() > 30 and not rows[700:].any()
+
+
+LAYOUT = Path(__file__).resolve().parents[1] / "fixtures" / "report_layout.js"
+
+
+def layout(html: Path, width: int, tmp_path: Path) -> dict:
+    """The page laid out by headless Chromium at this window width: the words of table cells broken across
+    lines, and the number cells (class num) on more than one line (tests/fixtures/report_layout.js)."""
+    import json
+    page = tmp_path / f"layout-{width}.html"
+    page.write_text(html.read_text().replace("</body>", f"<script>{LAYOUT.read_text()}</script></body>"))
+    done = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                           f"--user-data-dir={tmp_path / 'profile'}", f"--window-size={width},2000", "--dump-dom",
+                           page.resolve().as_uri()], check=True, capture_output=True, text=True, timeout=120)
+    found = re.search(r'<pre id="shortlist-layout">([^<]*)</pre>', done.stdout)
+    assert found, done.stdout[-2000:]
+    import html as html_
+    return json.loads(html_.unescape(found.group(1)))
+
+
+LONG_SPECS = ["basic_arithmetic(allow_negation=False, allow_parentheses=False, max_digits=1, max_terms=2, "
+              "operators=['+', '-'])", "chain_sum(max_digits=1, max_terms=2)", "products(max_digits=1)"]
+
+
+@CHROMIUM
+def test_report_tables_wrap_between_words_and_keep_numbers_whole_at_1024_and_1400_px(synthetic, tmp_path):
+    """The widest tables (12-14 columns) with the longest specs: no word of any cell is broken across lines
+    (a spec breaks at its spaces or after its '('), and no cell of numbers takes two lines."""
+    cases = {LONG_SPECS[0]: {"prediction": "improves", "before": HELD_UP, "after": UP},
+             LONG_SPECS[1]: {"prediction": "improves", "before": HELD_UP, "after": HELD_UP},
+             LONG_SPECS[2]: {"prediction": "no change", "before": HELD_UP, "after": HELD_UP}}
+    html = runner.report_again(synthetic(cases).out)
+    assert 'class="data row0 col0"' in html.read_text() and " num" in html.read_text()
+    for width in (1024, 1400):
+        found = layout(html, width, tmp_path)
+        assert found["cells"] > 100  # every table is there
+        assert found["broken"] == [] and found["wrapped"] == [], (width, found)
+
+
+def test_number_cells_are_marked_and_specs_may_break_after_their_parenthesis(synthetic):
+    s = synthetic({LONG_SPECS[0]: {"prediction": "improves", "before": HELD_UP, "after": UP}})
+    html = report.outcomes_table(report.load(s.out)).to_html()
+    # a break allowed after the '(', the text escaped once (a quote is &#39;, not &amp;#39;)
+    assert '<span class="w">basic_arithmetic(<wbr>allow_negation=False,</span> ' in html
+    assert '<span class="w">operators=[&#39;+&#39;,</span> <span class="w">&#39;-&#39;])</span>' in html
+    assert "&amp;" not in html
+    cells = dict(re.findall(r'class="data row0 (col\d+)( num)?" >', html))
+    assert cells["col0"] == "" and cells["col2"] == " num"  # the family is words, the task count a number
+    assert re.search(r'class="data row0 col\d+ num" >0\.500 → 1\.000<', html)  # accuracy before → after
 
 
 def test_the_top_says_what_could_make_the_numbers_wrong(synthetic):
@@ -176,10 +246,10 @@ def test_a_p_value_no_resample_reached_shows_below_the_resolution_not_zero(synth
     r = report.load(s.out)
     assert r.results["products"].gain["p"] == 0.0
     html = report.outcomes_table(r).to_html()
-    assert "&lt; 5e-4" in html  # the smoke preset's 2,000 resamples
-    cells = re.findall(r'class="data row\d col[67]" >([^<]*)<', html)
-    # 2,000 resamples (the smoke preset): p < 1/2000; Holm over two families doubles the bound
-    assert cells[:2] == ["&lt; 5e-4", "&lt; 1e-3"] and all(re.fullmatch(r"[01]\.\d{3}", c) for c in cells[2:])
+    assert "&lt; 0.001" in html  # the smoke preset's 2,000 resamples: 1/2000, written with a p's 3 decimals
+    cells = re.findall(r'class="data row\d col[67](?: num)?" >([^<]*)<', html)
+    # 2,000 resamples (the smoke preset): p < 1/2000; Holm over two families doubles the bound, still < 0.001
+    assert cells[:2] == ["&lt; 0.001", "&lt; 0.001"] and all(re.fullmatch(r"[01]\.\d{3}", c) for c in cells[2:])
 
 
 def test_figures_of_long_family_specs_draw_without_a_layout_warning(synthetic):

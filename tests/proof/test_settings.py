@@ -170,3 +170,15 @@ def test_each_input_the_issues_found_is_one_line_before_anything_is_written(args
     err = capsys.readouterr().err
     assert fragment in err and err.count("\n") == 1 and err.startswith("error: ")
     assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["looped.json"]
+
+
+def test_run_and_report_help_describe_the_commands_and_list_every_setting_with_its_default_without_the_environments():
+    from tests.shortlist.test_cli import help_of
+    text, heavy = help_of("proof", "run")
+    assert heavy == []
+    flat = " ".join(text.split())
+    assert "01_predict once" in flat and "--executor {local,ray}" in flat
+    for name, value in settings_.DEFAULTS.items():  # each setting, with its default, from the record itself
+        assert (f"{name}={value!r}" if name != "families" else "families (as --families)") in flat, name
+    text, heavy = help_of("proof", "report")
+    assert heavy == [] and "Rebuild <out>/report.html from an output folder alone" in " ".join(text.split())

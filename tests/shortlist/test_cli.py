@@ -41,7 +41,7 @@ def test_an_unreachable_hub_is_one_line_saying_what_to_do(no_model_loads, capsys
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # as on a machine without Internet, whatever this one has
     assert main(["screen", "--model", "Qwen/Qwen3-0.6B-not-cached"]) == 2
     err = capsys.readouterr().err.strip()
-    assert "cannot reach the model hub" in err and "model='tiny'" in err and "\n" not in err
+    assert "cannot reach the model hub" in err and "--model tiny on a command line" in err and "\n" not in err
 
 
 def test_runs_as_a_module():
@@ -75,3 +75,53 @@ def test_bad_catalog_input_is_one_line_and_exit_2_before_any_model_loads(no_mode
         assert main(["screen", "--model", "tiny", *argv]) == 2, argv
         err = capsys.readouterr().err.strip()
         assert err.startswith("error: ") and fragment in err and "\n" not in err, err
+
+
+def test_a_refused_catalog_leaves_no_folder(no_model_loads, capsys, tmp_path, monkeypatch):
+    """A model that cannot be had, or a cluster that cannot take the jobs: exit 2, and no --out made."""
+    from shortlist import executors
+    out = tmp_path / "catalog"
+    assert main(["screen", "--all", "--model", "/no/such/model", "--out", str(out)]) == 2
+    assert "model folder /no/such/model does not exist" in capsys.readouterr().err and not out.exists()
+
+    def refuse(self, *args, **kwargs):
+        raise executors.PlacementError("no node offers a GPU")
+    monkeypatch.setattr(executors.Placement, "start", refuse)
+    assert main(["screen", "--all", "--model", "tiny", "--out", str(out)]) == 2
+    assert capsys.readouterr().err.strip() == "error: no node offers a GPU" and not out.exists()
+
+
+HEAVY = ("reasoning_gym", "torch", "transformers", "numpy")
+
+
+def help_of(module: str, *argv: str) -> tuple[str, list[str]]:
+    """`python -m <module> <argv> --help` in a fresh interpreter: its text, and which heavy modules it imported."""
+    code = ("import contextlib, io, json, runpy, sys\n"
+            f"sys.argv = [{module!r}, *{list(argv)!r}, '--help']\n"
+            "text = io.StringIO()\n"
+            "with contextlib.redirect_stdout(text):\n"
+            "    try:\n"
+            f"        runpy.run_module({module!r}, run_name='__main__')\n"
+            "    except SystemExit as e:\n"
+            "        assert e.code in (0, None), e.code\n"
+            f"print(json.dumps([text.getvalue(), [m for m in {HEAVY!r} if m in sys.modules]]))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    text, heavy = json.loads(done.stdout)
+    return text, heavy
+
+
+def test_screen_help_describes_the_command_and_shows_defaults_and_choices_without_importing_the_environments():
+    text, heavy = help_of("shortlist", "screen")
+    assert heavy == []  # argparse alone: no environment, no torch
+    flat = " ".join(text.split())
+    assert "print a verdict per family" in flat and "<out>/shortlist.{json,csv,html}" in flat
+    assert "tasks per family (default: 24)" in flat and "GPU memory (default: 0)" in flat
+    assert "--executor {local,ray}" in flat and "(default: qwen3)" in flat
+    assert "spec column of <out>/shortlist.csv" in flat
+
+
+def test_an_unknown_executor_is_refused_by_the_parser_with_exit_2(capsys):
+    import pytest
+    with pytest.raises(SystemExit) as e:
+        main(["screen", "--all", "--executor", "slurm"])
+    assert e.value.code == 2 and "invalid choice: 'slurm'" in capsys.readouterr().err

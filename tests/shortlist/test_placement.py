@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from shortlist import executors
+from shortlist import executors, output
 from shortlist.__main__ import main as shortlist_main
 
 RAY = importlib.util.find_spec("ray") is not None
@@ -131,7 +131,7 @@ def test_a_job_that_dies_ends_with_its_status_and_the_others_go_on(jobs, tmp_pat
 
 TREE = '''
 import os, subprocess, sys, time
-from shortlist import executors
+from shortlist import executors, output
 # a child in a session of its own, started as jupyter_client starts a kernel: through the launcher
 kid = subprocess.Popen(executors.launcher("job", [sys.argv[1], "kernel", "600"], os.getpid(), False),
                        start_new_session=True)
@@ -185,7 +185,7 @@ def test_a_signal_stops_every_job_down_to_a_child_in_its_own_session(jobs, tmp_p
 
 DRIVER = '''
 import sys
-from shortlist import executors
+from shortlist import executors, output
 executors.Local({}).run([executors.Job("tree", "tree", (sys.argv[1],))], sys.argv[1])
 '''
 
@@ -248,6 +248,21 @@ def test_a_second_run_on_the_same_folder_is_refused_in_one_line_naming_the_first
         with pytest.raises(executors.Busy, match=f"pid {os.getpid()}"):  # another open of the lock, same process
             with executors.one_run(tmp_path):
                 pass
+
+
+def test_who_holds_the_folder_is_said_only_while_it_is_held(tmp_path):
+    with executors.one_run(tmp_path):
+        assert files_in(tmp_path) == {executors.LOCK, executors.HOLDER}
+        assert output.read_json(tmp_path / executors.HOLDER)["pid"] == os.getpid()
+    assert files_in(tmp_path) == {executors.LOCK}  # no pid of a run that has ended
+    with pytest.raises(RuntimeError):
+        with executors.one_run(tmp_path):
+            raise RuntimeError("the run failed")
+    assert files_in(tmp_path) == {executors.LOCK}
+
+
+def files_in(folder) -> set:
+    return {p.name for p in folder.iterdir()}
 
 
 def test_a_filesystem_without_flock_is_one_line(tmp_path, monkeypatch):
