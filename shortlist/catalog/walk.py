@@ -218,92 +218,102 @@ class _Family:
 
 def work(p: Plan, log=print) -> None:
     """Walk every family of the plan, writing each walk as it goes, until done or out of budget."""
-    started = time.perf_counter()
-    walks = {name: _Family(p, name) for name in p.families}
-    builders = Builders(p.builders or 0, p.first_seed, p.tasks, p.source)
-    screener, counts = Screener(p), {"screened": 0, "kept": 0, "finished": 0}
+    _Walker(p, log).run()
 
-    def save(f: _Family, **changes) -> None:
+
+class _Walker:
+    """One worker's walk over its families: builders build levels ahead, the screener screens them as
+    they come, and every step is written at once (a rerun resumes from the walk files)."""
+
+    def __init__(self, p: Plan, log):
+        self.p, self.log, self.started = p, log, time.perf_counter()
+        self.walks = {name: _Family(p, name) for name in p.families}
+        self.builders = Builders(p.builders or 0, p.first_seed, p.tasks, p.source)
+        self.screener, self.counts = Screener(p), {"screened": 0, "kept": 0, "finished": 0}
+
+    def run(self) -> None:
+        try:
+            for f in self.walks.values():
+                self.advance(f, f.walk.next)
+            while self.builders.pending and not self.out_of_budget():
+                deadline = self.p.deadline
+                b = self.builders.next(None if deadline is None else max(0.0, deadline - clock()))
+                if b is None or self.out_of_budget():
+                    break  # the walk's file keeps where it was: "not reached" from that level
+                self.take(self.walks[b.family], b)
+        finally:
+            self.builders.close()
+            record = {"run": self.p.run, "label": self.p.label,
+                      "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"), "placement": executors.here(), "families": len(self.walks), "builders": self.p.builders or 0,
+                      **self.counts, **self.screener.record(), "seconds": round(time.perf_counter() - self.started, 1)}
+            self.screener.close()
+            output.write_json(Path(self.p.out) / "workers" / f"{self.p.label.replace(' ', '')}.json", record)
+
+    def take(self, f: _Family, b: Built) -> None:
+        """A built level: screened, its row written, and the walk goes on from it (or a failure is written)."""
+        if b.error:
+            f.note(b.level, f"failed to build: {b.error}")
+            self.save(f, failures=f.walk.failures + (Failure(b.family, b.level, b.where and b.where.spec, "build",
+                                                             b.error),))
+            return self.go_on(f, levels_.following(b.family, b.level, self.p.source))
+        result = self.screener.screen(b)
+        self.counts["screened"] += 1
+        if isinstance(result, Failure):  # the levels above would fail the same way (longer prompts)
+            f.note(b.level, f"failed to screen: {result.reason}")
+            self.save(f, failures=f.walk.failures + (result,))
+            return self.finish(f)
+        f.seconds += result.seconds
+        f.note(b.level, f"{result.screen.verdict} (p(1-p) {result.screen.learnability:.3f})")
+        self.save(f, rows=f.walk.rows + (result,))
+        self.go_on(f, self.after(result))
+
+    def save(self, f: _Family, **changes) -> None:
         f.walk = dataclasses.replace(f.walk, **changes)
-        files.write_walk(p.out, f.walk)
+        files.write_walk(self.p.out, f.walk)
 
-    def finish(f: _Family) -> None:
-        save(f, next=None, done=True)
-        counts["finished"] += 1
+    def finish(self, f: _Family) -> None:
+        self.save(f, next=None, done=True)
+        self.counts["finished"] += 1
         good = [_level(r.level) for r in f.walk.rows if r.screen.verdict == "improves"]
-        log(f"{p.label} [{counts['finished']}/{len(walks)}] {f.walk.family}: {f.progress()} -> "
-            + (f"improves at {', '.join(good)}" if good else "no level improves") + f" ({f.seconds:.0f} s)")
+        self.log(f"{self.p.label} [{self.counts['finished']}/{len(self.walks)}] {f.walk.family}: {f.progress()} -> "
+                 + (f"improves at {', '.join(good)}" if good else "no level improves") + f" ({f.seconds:.0f} s)")
 
-    def after(row: Row) -> int | None:
+    def after(self, row: Row) -> int | None:
         """Where the walk goes from a screened level: nowhere without --levels, nor past "too hard" (every
         level above is harder still) or "unscorable" (the extraction that cannot read this level's answers
         cannot read the next one's)."""
         stop = row.screen.verdict in ("too hard", "unscorable")
-        return levels_.following(row.family, row.level, p.source) if p.walk and not stop else None
+        return levels_.following(row.family, row.level, self.p.source) if self.p.walk and not stop else None
 
-    def advance(f: _Family, level: int | None) -> None:
+    def advance(self, f: _Family, level: int | None) -> None:
         """From this level (None: a family's only one, without a curriculum), take kept rows as they
         come; submit the first level that needs screening, or finish."""
-        name = f.walk.family
+        name, source = f.walk.family, self.p.source
         while True:
             try:
-                spec = levels_.at(name, level, p.source).spec
+                spec = levels_.at(name, level, source).spec
             except levels_.LevelError as e:
                 f.note(level, f"failed to build: {e}")
-                save(f, failures=f.walk.failures + (Failure(name, level, None, "build", str(e)),))
-                level = levels_.following(name, level, p.source)
+                self.save(f, failures=f.walk.failures + (Failure(name, level, None, "build", str(e)),))
+                level = levels_.following(name, level, source)
             else:
                 kept = f.cache.get(level)
                 if kept is None or kept.spec != spec:
-                    save(f, next=level)
-                    builders.submit(name, level)
+                    self.save(f, next=level)
+                    self.builders.submit(name, level)
                     return
-                counts["kept"] += 1
+                self.counts["kept"] += 1
                 f.note(level, f"{kept.screen.verdict} (kept)")
-                save(f, rows=f.walk.rows + (kept,))
-                level = after(kept)
+                self.save(f, rows=f.walk.rows + (kept,))
+                level = self.after(kept)
             if level is None:
-                return finish(f)
+                return self.finish(f)
 
-    def go_on(f: _Family, level: int | None) -> None:
-        return finish(f) if level is None else advance(f, level)
+    def go_on(self, f: _Family, level: int | None) -> None:
+        return self.finish(f) if level is None else self.advance(f, level)
 
-    def out_of_budget() -> bool:
-        return p.deadline is not None and clock() >= p.deadline
-
-    try:
-        for f in walks.values():
-            advance(f, f.walk.next)
-        while builders.pending and not out_of_budget():
-            b = builders.next(None if p.deadline is None else max(0.0, p.deadline - clock()))
-            if b is None or out_of_budget():
-                break  # the walk's file keeps where it was: "not reached" from that level
-            f = walks[b.family]
-            if b.error:
-                f.note(b.level, f"failed to build: {b.error}")
-                save(f, failures=f.walk.failures + (Failure(b.family, b.level, b.where and b.where.spec, "build",
-                                                            b.error),))
-                go_on(f, levels_.following(b.family, b.level, p.source))
-                continue
-            result = screener.screen(b)
-            counts["screened"] += 1
-            if isinstance(result, Failure):  # the levels above would fail the same way (longer prompts)
-                f.note(b.level, f"failed to screen: {result.reason}")
-                save(f, failures=f.walk.failures + (result,))
-                finish(f)
-                continue
-            f.seconds += result.seconds
-            f.note(b.level, f"{result.screen.verdict} (p(1-p) {result.screen.learnability:.3f})")
-            save(f, rows=f.walk.rows + (result,))
-            go_on(f, after(result))
-    finally:
-        builders.close()
-        record = {"run": p.run, "label": p.label, "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-                  "placement": executors.here(), "families": len(walks), "builders": p.builders or 0, **counts,
-                  **screener.record(),
-                  "seconds": round(time.perf_counter() - started, 1)}
-        screener.close()
-        output.write_json(Path(p.out) / "workers" / f"{p.label.replace(' ', '')}.json", record)
+    def out_of_budget(self) -> bool:
+        return self.p.deadline is not None and clock() >= self.p.deadline
 
 
 def _level(level: int | None) -> str:
