@@ -120,7 +120,7 @@ def hostile(scorer) -> None:
 # issue 19.7: answers that switch the audit hook off and report through their own reply (all an
 # answer can do), as a score: 1.0 if a 512 MiB SysV segment was made, MiB written / 1024 in 0.9 s
 _REPORT = """import ctypes, json, os, sys, time
-m = sys.modules["shortlist.scoring.zygote"]
+m = sys.modules["shortlist.scoring.answer"]
 m._REFUSED_EVENTS.clear(); m._REFUSED_PREFIXES = ("#",); m._inside = lambda *a: True
 def report(x):
     for fd in range(3, 64):

@@ -64,7 +64,7 @@ def report(x):
             pass
     os._exit(0)
 def unhook():  # switch the audit hook off from inside, as the issue's probes did
-    m = sys.modules.get("shortlist.scoring.zygote")
+    m = sys.modules.get("shortlist.scoring.answer")
     if m:
         m._REFUSED_EVENTS.clear(); m._PATH_EVENTS.clear(); m._REFUSED_PREFIXES = ("\\0",); m._inside = lambda *a: True
 """
@@ -78,7 +78,7 @@ report(1.0)""",
     "gadget_chain": """
 w = [c for c in ().__class__.__mro__[1].__subclasses__() if c.__name__ == "catch_warnings"][0]
 s = w.__init__.__globals__["sys"]
-s.modules["shortlist.scoring.zygote"]._REFUSED_EVENTS.clear()
+s.modules["shortlist.scoring.answer"]._REFUSED_EVENTS.clear()
 report(s.modules["os"].system("true") == 0)""",
     "fork_exec": """
 unhook()
