@@ -202,3 +202,31 @@ def test_a_corrupt_records_reason_reaches_the_page_as_text(synthetic):
     files.write_json(path, files.read_json(path) | {"status": "<img src=x onerror=alert(1)>"})
     links = report.notebook_links(report.load(s.out))
     assert "<img" not in links and "&lt;img src=x onerror=alert(1)&gt;" in links
+
+
+
+def test_no_data_text_reaches_the_page_as_markup(synthetic):
+    """A trainee's extraction is text a user typed: the captions name it as escaped code, and report.html
+    carries no script from it (nbconvert passes a Markdown cell's raw HTML through live)."""
+    hostile = "regex:<answer>(.*?)</answer>(?:<script>alert(1)</script>)?"
+    s = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP}},
+                  trainee=f"qwen3(max_new_tokens=16, extraction={hostile!r})")
+    r = report.load(s.out)
+    escaped = "regex:&lt;answer&gt;(.*?)&lt;/answer&gt;(?:&lt;script&gt;alert(1)&lt;/script&gt;)?"
+    for section in ("audit", "format"):
+        assert f"<code>{escaped}</code>" in report.caption(r, section).data
+    html = runner.report_again(s.out).read_text()
+    assert "<script>alert" not in html and f"<code>{escaped}</code>" in html
+
+
+def test_the_report_notebook_puts_no_text_through_markdown():
+    """Every sentence 03 displays goes through page.prose (escaped); a Markdown() of data would render its HTML."""
+    import nbformat
+    nb = nbformat.read(Path(__file__).parents[2] / "notebooks" / "03_report.ipynb", as_version=4)
+    assert not [c.source for c in nb.cells if c.cell_type == "code" and "Markdown" in c.source]
+
+
+def test_prose_keeps_its_emphasis_and_shows_data_as_typed():
+    from shortlist import page
+    assert page.prose("*ceiling* and **bold** read by {x}", x="<b>*a*</b>") == \
+        "<i>ceiling</i> and <b>bold</b> read by <code>&lt;b&gt;*a*&lt;/b&gt;</code>"
