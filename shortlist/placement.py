@@ -254,7 +254,8 @@ def add_arguments(parser) -> None:
 
 def from_args(args) -> Placement:
     text = str(args.per_gpu).strip()
-    per_gpu = text if text == "auto" else int(text) if text.isdigit() else text
+    # ASCII digits only: str.isdigit() holds for '²', which int() refuses, and int() reads '٣' as 3
+    per_gpu = text if text == "auto" else int(text) if text.isascii() and text.isdigit() else text
     return Placement(args.executor, per_gpu, args.job_gib, args.address, args.cpus_per_job)
 
 

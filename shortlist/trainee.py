@@ -64,7 +64,7 @@ from pathlib import Path
 
 import regex as regex_  # transformers' own dependency: a search that stops at a timeout, which re's cannot
 
-from shortlist import spec
+from shortlist import regex_groups, spec
 from shortlist.errors import OneLine, one_line
 from shortlist.sources.reasoning_gym import SYSTEM_PROMPTS, extract_answer
 
@@ -141,6 +141,9 @@ def _by_pattern(source: str):
         pattern = regex_.compile(source, regex_.DOTALL)
     except (regex_.error, ValueError, OverflowError, RecursionError) as e:
         raise TraineeError(f"extraction {name!r}: {one_line(e)}") from None
+    if pattern.groups and regex_groups.first_group_optional(source):
+        raise TraineeError(f"extraction {name!r}: a match can leave its first group unset (the answer is the "
+                           f"first group): make that group required, or the others non-capturing (?:...)")
     for probe in _probes(source):
         try:
             pattern.search(probe, timeout=REGEX_PROBE_TIMEOUT_S)
@@ -154,7 +157,8 @@ def _by_pattern(source: str):
             found = list(pattern.finditer(text, timeout=REGEX_TIMEOUT_S))
         except TimeoutError:  # a completion the pattern backtracks on holds no answer
             return None
-        return (found[-1].group(1) if pattern.groups else found[-1].group(0)).strip() if found else None
+        answer = (found[-1].group(1) if pattern.groups else found[-1].group(0)) if found else None
+        return answer.strip() if answer is not None else None  # an unset group holds no answer
     return by_pattern
 
 
