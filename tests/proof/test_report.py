@@ -1,3 +1,4 @@
+import json
 import os
 import re
 import shutil
@@ -230,3 +231,34 @@ def test_prose_keeps_its_emphasis_and_shows_data_as_typed():
     from shortlist import page
     assert page.prose("*ceiling* and **bold** read by {x}", x="<b>*a*</b>") == \
         "<i>ceiling</i> and <b>bold</b> read by <code>&lt;b&gt;*a*&lt;/b&gt;</code>"
+
+
+def _recommitted(out, data: bytes) -> None:
+    """predictions.json replaced, its hash recomputed: only what the file holds can refuse it now."""
+    import hashlib
+    (Path(out) / "predictions.json").write_bytes(data)
+    (Path(out) / "predictions.sha256").write_text(hashlib.sha256(data).hexdigest() + "  predictions.json\n")
+
+
+@pytest.mark.parametrize("edit, fragment", [
+    (lambda body: b"\x00not json{", "is not JSON"),
+    (lambda body: b"[1, 2]", "holds no JSON object"),
+    (lambda body: json.dumps({k: v for k, v in body.items() if k != "settings"}).encode(), "lacks settings"),
+    (lambda body: json.dumps(body | {"settings": [1]}).encode(), "settings must be an object"),
+    (lambda body: json.dumps(body | {"predictions": body["predictions"][:1]}).encode(),
+     "names leg_counting, which has no screen"),
+    (lambda body: json.dumps(body | {"families": [5]}).encode(), "families must be a list of family specs"),
+    (lambda body: json.dumps(body | {"families": ["chan_sum"]}).encode(), "chan_sum"),
+    (lambda body: json.dumps(body | {"predictions": [1, 2]}).encode(), "predictions must be a list of screens"),
+], ids=["garbage", "a list", "no settings", "settings a list", "a family without a screen", "a family not text",
+        "an unknown family", "screens not objects"])
+def test_a_report_on_predictions_that_hash_right_but_are_not_a_commitment_is_one_line(synthetic, capsys, edit,
+                                                                                     fragment):
+    from proof.__main__ import main
+    s = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP}}, not_run=["leg_counting"])
+    body = json.loads((Path(s.out) / "predictions.json").read_text())
+    _recommitted(s.out, edit(body))
+    assert main(["report", "--out", s.out]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and fragment in err and "\n" not in err, err
+    assert not (Path(s.out) / "report.html").exists()
