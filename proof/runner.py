@@ -23,7 +23,7 @@ import nbformat
 
 from proof import commit, files, records
 from proof.settings import Settings
-from shortlist import placement, provenance, sources
+from shortlist import output, placement, provenance, sources
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 PREDICT, TRAIN, REPORT = "01_predict.ipynb", "02_train_family.ipynb", "03_report.ipynb"
@@ -58,11 +58,14 @@ def report_again(out) -> Path:
     """report.html rebuilt from an output folder alone, under the settings and trainee it committed (an
     older run's too: what it did not record is measured, without a model)."""
     from proof import settings as settings_
+    if (bad := output.path_error(str(out), "--out")) is not None:
+        raise settings_.SettingsError(bad)
     out = str(Path(out).resolve())
     body, sha = commit.committed(out, commit.READABLE)
     known = set(settings_.names())
     committed_as = {"reserve": False} | {k: v for k, v in body["settings"].items() if k in known}  # before reserve: False
     settings = settings_.make(**committed_as, families=body["families"], trainee=body["trainee"], out=out)
+    output.check_writable(out)  # a read-only folder: one line before anything, the lock included
     with placement.one_run(out):  # not beside a run that is writing the same folder
         return build_report(settings, sha)
 

@@ -262,3 +262,40 @@ def test_a_report_on_predictions_that_hash_right_but_are_not_a_commitment_is_one
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and fragment in err and "\n" not in err, err
     assert not (Path(s.out) / "report.html").exists()
+
+
+def _report_command(out, *, read_only: bool = False) -> subprocess.CompletedProcess:
+    """python -m proof report in a process of its own, bounded: a lock that blocks fails the test, not the suite.
+    read_only: the folder mounted read-only (as root, in a mount namespace of its own; else its modes)."""
+    command = [sys.executable, "-m", "proof", "report", "--out", str(out)]
+    if read_only and os.geteuid() == 0:
+        if shutil.which("unshare") is None:
+            pytest.skip("no unshare(1) to mount the folder read-only")
+        command = ["unshare", "-m", "sh", "-c", 'mount --make-rprivate / && mount --bind "$1" "$1" && '
+                   'mount -o remount,ro,bind "$1" "$1" && shift && exec "$@"', "sh", str(out), *command]
+    elif read_only:
+        for path in [Path(out), *Path(out).rglob("*")]:
+            path.chmod(path.stat().st_mode & ~0o222)
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=Path(__file__).parents[2])
+
+
+def test_a_report_on_a_read_only_finished_folder_is_one_line(synthetic):
+    s = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP}})
+    files.write_json(Path(s.out) / "lock.json", {"pid": 1})  # a finished run leaves its lock behind
+    (Path(s.out) / "lock").touch()
+    done = _report_command(s.out, read_only=True)
+    assert done.returncode == 1 and done.stderr.startswith(f"error: cannot write into {s.out}")
+    assert done.stderr.count("\n") == 1, done.stderr
+
+
+@pytest.mark.parametrize("kind", ["lock.json a folder", "lock a FIFO", "lock a folder"])
+def test_a_lock_that_is_no_regular_file_is_one_line_and_never_blocks(synthetic, kind):
+    s = synthetic({}, not_run=["chain_sum"])
+    name = kind.split()[0]
+    if kind.endswith("FIFO"):
+        os.mkfifo(Path(s.out) / name)
+    else:
+        (Path(s.out) / name).mkdir()
+    done = _report_command(s.out)
+    assert done.returncode == 1 and done.stderr.startswith(f"error: {Path(s.out) / name}: ")
+    assert done.stderr.count("\n") == 1, done.stderr
