@@ -85,6 +85,10 @@ class Settings:
             if type(f.default) is float and type(getattr(self, f.name)) is int:
                 object.__setattr__(self, f.name, float(getattr(self, f.name)))
         fams = self.families
+        if not (isinstance(fams, str) or isinstance(fams, (list, tuple)) and all(isinstance(f, (str, sources.Family))
+                                                                                 for f in fams)):
+            raise SettingsError(f"families={str(fams)[:80]}: give family specs, a list of strings or one string "
+                                f"of them separated by commas")  # a notebook parameter can be of any type
         object.__setattr__(self, "families", tuple(f.key for f in sources.parse_list(fams)) if fams else ())
         # a record (Trainee.as_dict()) is how the batch hands the trainee to a kernel: a profile that only
         # this process registered arrives whole

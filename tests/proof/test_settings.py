@@ -112,6 +112,15 @@ def test_parse_override_refuses(text):
         settings_.parse_override(text)
 
 
+@pytest.mark.parametrize("families", [5, 5.0, [5], ["chain_sum", None], {"chain_sum": 1}, b"chain_sum"])
+def test_a_notebook_parameter_of_the_wrong_type_is_one_line(families):
+    """papermill hands a notebook whatever its parameters say: families=5 raised TypeError in Settings."""
+    from proof import notebook
+    with pytest.raises(SettingsError) as e:
+        notebook.start({"families": families, "model": "tiny"})
+    assert str(e.value).startswith(f"families={str(families)[:80]}: give family specs") and "\n" not in str(e.value)
+
+
 def test_from_namespace_takes_only_setting_names():
     s = settings_.from_namespace({"steps": 7, "model": "tiny", "families": ["leg_counting"], "unrelated": 1})
     assert (s.steps, s.profile.model, s.families) == (7, "tiny", ("leg_counting",))
