@@ -229,6 +229,10 @@ class Placement:
         if self.executor == "ray" and importlib.util.find_spec("ray") is None:
             raise PlacementError(f"--executor ray needs Ray, an optional extra: pip install '.[ray]' in this "
                                  f"repository (or pip install '{RAY}')")
+        if self.executor == "ray" and (silent := _head_silent(self.address)):
+            # before anything is written: ray.init would retry for many minutes, printing Ray's log all the while
+            raise PlacementError(f"cannot join a Ray cluster at --address {self.address}: nothing answers there "
+                                 f"({silent}) (start one with `ray start --head`)")
 
     def start(self, log=print, peaks: Callable[[], Iterable] = tuple) -> "Executor":
         """The executor, ready: Ray connected and checked, auto decided (peaks: those measured so far)."""
@@ -435,6 +439,22 @@ def _ray():
         raise PlacementError(f"--executor ray needs Ray, an optional extra: pip install '.[ray]' in this "
                              f"repository (or pip install '{RAY}')") from None
     return ray
+
+
+RAY_HEAD_S = 10.0  # a TCP connect to the head, bounded, before ray.init: its own retries to nothing last minutes
+
+
+def _head_silent(address: str) -> str | None:
+    """Why nothing answers at a HOST:PORT (or ray://HOST:PORT) address; None where something does, or
+    where the address is auto or no HOST:PORT (Ray reads those itself, and fails fast where none runs)."""
+    host, sep, port = address.strip().removeprefix("ray://").rpartition(":")
+    if not sep or not host or not (port.isascii() and port.isdigit()) or int(port) > 65535:
+        return None
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=RAY_HEAD_S):
+            return None
+    except OSError as e:  # refused, unreachable, no such host, or silent for RAY_HEAD_S
+        return e.strerror or type(e).__name__
 
 
 class RayExecutor(Executor):
