@@ -23,7 +23,7 @@ import nbformat
 
 from proof import commit, files, records
 from proof.settings import Settings
-from shortlist import output, placement, provenance, sources
+from shortlist import leftovers, output, placement, provenance, sources
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 PREDICT, TRAIN, REPORT = "01_predict.ipynb", "02_train_family.ipynb", "03_report.ipynb"
@@ -119,11 +119,16 @@ def _partial(dest: Path) -> Path:
     return Path(dest).with_name(Path(dest).stem + ".partial.ipynb")
 
 
+KERNEL_DIED = 3  # papermill's exit status where the kernel ended mid-cell (nbclient's DeadKernelError)
+KERNEL_DIED_WHY = "kernel died (its process ended mid-cell: killed, out of memory, or crashed)"
+
+
 def finish(ran: placement.Ran, dest: Path) -> str | None:
     """The executed notebook renamed into place (its metadata as papermill left it); why it failed, or None.
     A job that never reached papermill, or whose worker was lost with the notebook, leaves no notebook."""
     partial = _partial(dest)
-    why = ran.why if ran.rc is None else f"papermill exited with {ran.rc}" if ran.rc else None
+    why = ran.why if ran.rc is None else KERNEL_DIED_WHY if ran.rc == KERNEL_DIED else \
+        f"papermill exited with {ran.rc}" if ran.rc else None
     try:
         nb = nbformat.read(partial, as_version=4)
     except OSError:  # absent: the job never reached papermill, or its worker was lost with the notebook
@@ -146,13 +151,12 @@ def papermill(notebook: str, dest: str, parameters: str, out: str | None = None)
     kernel starts through shortlist.placement's launcher: it dies with this process and takes its share
     of the GPU."""
     import shutil
-    import tempfile
 
     import papermill as pm
     from traitlets.config import Config
     values = json.loads(Path(parameters).read_text()) | ({"out": out} if out else {})
     Path(dest).parent.mkdir(parents=True, exist_ok=True)
-    sockets = tempfile.mkdtemp(prefix="shortlist-kernel-")  # short: a socket path holds at most 107 bytes
+    sockets = leftovers.make("shortlist-kernel-")  # short: a socket path holds at most 107 bytes
     try:
         pm.execute_notebook(notebook, dest, parameters=values, kernel_name="python3", log_output=True,
                             progress_bar=False, cwd=str(NOTEBOOKS if NOTEBOOKS.is_dir() else Path(notebook).parent),
@@ -334,7 +338,11 @@ def _peaks(settings: Settings) -> list:
 
 
 if __name__ == "__main__":
+    from nbclient.exceptions import DeadKernelError
     try:
         papermill(*sys.argv[1:5])
     except OSError as e:  # the executed notebook could not be written (a full disk): the batch says so in one line
         sys.exit(f"papermill: {e.strerror or e}: {e.filename or sys.argv[2]}")
+    except DeadKernelError:  # the notebook holds no error of its own: the exit status says what happened
+        print("papermill: the kernel died", file=sys.stderr)
+        sys.exit(KERNEL_DIED)

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
-from shortlist import output
+from shortlist import leftovers, output
 from shortlist.errors import OneLine, one_line
 
 OUT, SCRATCH = "{out}", "{job}"  # in a job's arguments: the output folder it writes, its own scratch folder
@@ -369,7 +369,7 @@ class Local(Executor):
         gpu, n = (None, 1) if job.alone else self.slots[slot]
         where = {"executor": "local", "node": socket.gethostname(), "slot": None if job.alone else slot + 1,
                  "slots": len(self.slots), "gpu": gpu, "per_gpu": n if gpu is not None else None}
-        scratch = Path(tempfile.mkdtemp(prefix="shortlist-job-"))
+        scratch = Path(leftovers.make("shortlist-job-"))  # a batch killed -9 leaves it: the next run removes it
         for name, data in job.files:
             (scratch / name).write_bytes(data)  # the job's own scratch, not the output folder
         env = dict(os.environ, PYTHONUNBUFFERED="1", **{WHERE: json.dumps(where)})
