@@ -520,3 +520,24 @@ def test_an_answer_reads_nothing_beside_the_scorers_code_from_any_working_direct
         os.unlink(secret)
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout.splitlines()[-1])[0] == [0.0]
+
+
+IMPORT_PROBE = """
+import importlib
+candidates = [m for m in CANDIDATES if m not in sys.modules]
+try:
+    importlib.import_module(candidates[0]); report(1)
+except (ImportError, OSError, IndexError):
+    report(0)"""
+
+
+@pytest.mark.parametrize("candidates", [("colorsys", "wave", "sndhdr"), ("_lsprof", "mmap", "_bisect")],
+                         ids=["python module", "extension module"])
+def test_an_answer_imports_a_standard_module_its_scorer_had_not_loaded(candidates):
+    """As root the answers run as nobody, who cannot enter a 0700 folder above the interpreter (/root
+    under pyenv, a CI's home): an import not made before the fork failed. Where the interpreter lies
+    somewhere nobody may go, that is what this exercises; elsewhere it holds either way."""
+    body = IMPORT_PROBE.replace("CANDIDATES", repr(candidates))
+    answer = probes("/nonexistent", "x", 1, {"import": body})["import"]
+    with Scorer(workers=1, deadline_s=5.0) as scorer:
+        assert scorer.score("binary_matrix", [1], [answer]) == [1.0]
