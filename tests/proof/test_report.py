@@ -299,3 +299,13 @@ def test_a_lock_that_is_no_regular_file_is_one_line_and_never_blocks(synthetic, 
     done = _report_command(s.out)
     assert done.returncode == 1 and done.stderr.startswith(f"error: {Path(s.out) / name}: ")
     assert done.stderr.count("\n") == 1, done.stderr
+
+
+@pytest.mark.parametrize("out, fragment", [("x" * 256, "a folder name of 256 bytes"),
+                                           ("a\nb", "holds a control character"), ("/", "the root folder")],
+                         ids=["long name", "newline", "root"])
+def test_a_report_on_an_out_no_run_could_have_is_one_line(out, fragment, capsys):
+    from proof.__main__ import main
+    assert main(["report", "--out", out]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --out") and fragment in err and "\n" not in err, err
