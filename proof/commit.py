@@ -108,11 +108,44 @@ def committed(out, readable: tuple = (SCHEMA,)) -> tuple[dict, str]:
     if digest(data) != recorded:
         raise CommitError(f"{path} does not match {hash_path.name} (sha256 {digest(data)[:12]}… vs "
                           f"recorded {recorded[:12]}…): the predictions changed after they were committed")
-    body = json.loads(data)
+    try:
+        body = json.loads(data)
+    except (ValueError, RecursionError) as e:
+        raise CommitError(f"{path} is not JSON ({type(e).__name__}): it was not written by a commit") from None
+    if not isinstance(body, dict):
+        raise CommitError(f"{path} holds no JSON object: it was not written by a commit")
     if body.get("schema") not in readable:
-        raise CommitError(f"{path} has schema {body.get('schema')}, this version reads {SCHEMA}: "
+        raise CommitError(f"{path} has schema {str(body.get('schema'))[:40]}, this version reads {SCHEMA}: "
                           f"commit again into another out folder")
+    _shaped(body, path)
     return body, recorded
+
+
+def _shaped(body: dict, path) -> None:
+    """Refuse, in one line, a hash-matching file that is not what commit() writes: what every reader
+    of it (training, the report) takes for granted is there and of its kind."""
+    def bad(why: str):
+        raise CommitError(f"{path}: {why}: it was not written by a commit (its hash was recomputed)")
+    for name in ("settings", "trainee", "families", "predictions"):
+        if name not in body:
+            bad(f"lacks {name}")
+    for name in ("settings", "trainee"):
+        if not isinstance(body[name], dict):
+            bad(f"{name} must be an object")
+    if not isinstance(body["families"], list) or not body["families"] or \
+            not all(isinstance(f, str) for f in body["families"]):
+        bad("families must be a list of family specs")
+    if not isinstance(body["predictions"], list) or \
+            not all(isinstance(p, dict) and isinstance(p.get("family"), str) for p in body["predictions"]):
+        bad("predictions must be a list of screens, each naming its family")
+    try:
+        keys = [sources.parse(f).key for f in body["families"]]
+    except sources.FamilyError as e:
+        bad(f"families: {e}")
+    screened = [p["family"] for p in body["predictions"]]
+    for key in keys:
+        if screened.count(key) != 1:
+            bad(f"names {key}, which has {'no screen' if key not in screened else 'more than one screen'}")
 
 
 def verified(settings: Settings, family: str | None = None) -> tuple[dict, str]:

@@ -24,7 +24,7 @@ import nbformat
 
 from proof import checkpoint, commit, files, records, verify
 from proof.settings import Settings
-from shortlist import executors, output, provenance, sources
+from shortlist import executors, leftovers, output, provenance, sources
 from shortlist.executors import sizing
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
@@ -60,11 +60,14 @@ def report_again(out) -> Path:
     """report.html rebuilt from an output folder alone, under the settings and trainee it committed (an
     older run's too: what it did not record is measured, without a model)."""
     from proof import settings as settings_
+    if (bad := output.path_error(str(out), "--out")) is not None:
+        raise settings_.SettingsError(bad)
     out = str(Path(out).resolve())
     body, sha = commit.committed(out, commit.READABLE)
     known = set(settings_.names())
     committed_as = {"reserve": False} | {k: v for k, v in body["settings"].items() if k in known}  # before reserve: False
     settings = settings_.make(**committed_as, families=body["families"], trainee=body["trainee"], out=out)
+    output.check_writable(out)  # a read-only folder: one line before anything, the lock included
     with executors.one_run(out):  # not beside a run that is writing the same folder
         return build_report(settings, sha)
 
@@ -118,11 +121,16 @@ def _partial(dest: Path) -> Path:
     return Path(dest).with_name(Path(dest).stem + ".partial.ipynb")
 
 
+KERNEL_DIED = 3  # papermill's exit status where the kernel ended mid-cell (nbclient's DeadKernelError)
+KERNEL_DIED_WHY = "kernel died (its process ended mid-cell: killed, out of memory, or crashed)"
+
+
 def finish(ran: executors.Ran, dest: Path) -> str | None:
     """The executed notebook renamed into place (its metadata as papermill left it); why it failed, or None.
     A job that never reached papermill, or whose worker was lost with the notebook, leaves no notebook."""
     partial = _partial(dest)
-    why = ran.why if ran.rc is None else f"papermill exited with {ran.rc}" if ran.rc else None
+    why = ran.why if ran.rc is None else KERNEL_DIED_WHY if ran.rc == KERNEL_DIED else \
+        f"papermill exited with {ran.rc}" if ran.rc else None
     try:
         nb = nbformat.read(partial, as_version=4)
     except OSError:  # absent: the job never reached papermill, or its worker was lost with the notebook
@@ -147,13 +155,12 @@ def papermill(notebook: str, dest: str, parameters: str, out: str | None = None)
     at step N") is this process's own output too, so the batch's console shows it as it comes, not only
     the executed notebook."""
     import shutil
-    import tempfile
 
     import papermill as pm
     from traitlets.config import Config
     values = json.loads(Path(parameters).read_text()) | ({"out": out} if out else {})
     Path(dest).parent.mkdir(parents=True, exist_ok=True)
-    sockets = tempfile.mkdtemp(prefix="shortlist-kernel-")  # short: a socket path holds at most 107 bytes
+    sockets = leftovers.make("shortlist-kernel-")  # short: a socket path holds at most 107 bytes
     try:
         pm.execute_notebook(notebook, dest, parameters=values, kernel_name="python3", log_output=False,
                             stdout_file=sys.stdout, stderr_file=sys.stderr, progress_bar=False, cwd=str(NOTEBOOKS if NOTEBOOKS.is_dir() else Path(notebook).parent),
@@ -188,9 +195,9 @@ def _kernel_manager():
 def failure(nb) -> str | None:
     """The first error an executed notebook holds, as one line."""
     for cell in nb.cells:
-        for output in cell.get("outputs", []):
-            if output.get("output_type") == "error":
-                return f"{output['ename']}: {output['evalue']}".splitlines()[0]
+        for shown in cell.get("outputs", []):
+            if shown.get("output_type") == "error":
+                return f"{shown['ename']}: {shown['evalue']}".splitlines()[0]
     return None
 
 
@@ -342,7 +349,11 @@ def _peaks(settings: Settings) -> list:
 
 
 if __name__ == "__main__":
+    from nbclient.exceptions import DeadKernelError
     try:
         papermill(*sys.argv[1:5])
     except OSError as e:  # the executed notebook could not be written (a full disk): the batch says so in one line
         sys.exit(f"papermill: {e.strerror or e}: {e.filename or sys.argv[2]}")
+    except DeadKernelError:  # the notebook holds no error of its own: the exit status says what happened
+        print("papermill: the kernel died", file=sys.stderr)
+        sys.exit(KERNEL_DIED)

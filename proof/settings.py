@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, fields
 import math
 from typing import TYPE_CHECKING
 
-from shortlist import defaults, sources
+from shortlist import defaults, output, sources
 from shortlist.errors import OneLine
 
 if TYPE_CHECKING:
@@ -28,10 +28,18 @@ if TYPE_CHECKING:
 # each (10 batches of 32 through one Scorer): chain_sum timed out 41 at 0.01 s, 1 at 0.03 s, 0 at 0.1 s;
 # simple_integration (sympy) 248 at 0.03 s, 5 at 0.1 s, 0 at 0.25 s, which the adversarial tests also use.
 SCORE_DEADLINE_MIN_S = defaults.SCORE_DEADLINE_MIN_S
-PATH_MAX = 4096  # Linux's longest path: an out beyond it cannot be made
 # resampled scores the bootstrap holds at once (bootstrap_n x eval_n float64s, stats.bootstrap_means): 800 MB,
 # 50x the seed's 10,000 x 200; the upper ends of both ranges at once would need 800 TB after training
 BOOTSTRAP_CELLS_MAX = 100_000_000
+
+
+# The floats' ranges. Each floor is where the setting stops meaning anything (5e-324 was accepted for each):
+FLOATS = {"lr": (1e-8, 1.0), "equivalence_margin": (1e-4, 1.0), "alpha": (1e-6, 0.5)}
+FLOATS_WHY = {
+    "lr": "below 1e-8, Adam's steps (about lr each) move a LoRA weight by at most 1e-3 in 100,000 steps: no training",
+    "equivalence_margin": "below 1e-4, finer than a mean score over 100,000 tasks can resolve",
+    "alpha": "below 1e-6, no p the bootstrap (at most 1,000,000 resamples) reports can reach it",
+}
 
 
 class SettingsError(OneLine, ValueError):
@@ -80,6 +88,10 @@ class Settings:
             if type(f.default) is float and type(getattr(self, f.name)) is int:
                 object.__setattr__(self, f.name, float(getattr(self, f.name)))
         fams = self.families
+        if not (isinstance(fams, str) or isinstance(fams, (list, tuple)) and all(isinstance(f, (str, sources.Family))
+                                                                                 for f in fams)):
+            raise SettingsError(f"families={str(fams)[:80]}: give family specs, a list of strings or one string "
+                                f"of them separated by commas")  # a notebook parameter can be of any type
         object.__setattr__(self, "families", tuple(f.key for f in sources.parse_list(fams)) if fams else ())
         # a record (Trainee.as_dict()) is how the batch hands the trainee to a kernel: a profile that only
         # this process registered arrives whole
@@ -142,23 +154,19 @@ class Settings:
             raise SettingsError(f"batch_per_device={self.batch_per_device} does not divide the {completions} "
                                 f"completions of a step (prompts_per_step {self.prompts_per_step} x the "
                                 f"trainee's group {self.group})")
-        for name, (low, high) in {"lr": (0, 1), "equivalence_margin": (0, 1), "alpha": (0, 0.5)}.items():
+        for name, (low, high) in FLOATS.items():
             value = getattr(self, name)
             if not math.isfinite(value):
-                raise SettingsError(f"{name}={value}: not a finite number in ({low}, {high}]")
-            if not low < value <= high:
-                raise SettingsError(f"{name}={value}: must be a number in ({low}, {high}]")
+                raise SettingsError(f"{name}={value}: not a finite number in [{low:g}, {high:g}]")
+            if not low <= value <= high:
+                raise SettingsError(f"{name}={value}: must be a number in [{low:g}, {high:g}] ({FLOATS_WHY[name]})")
         if defaults.deadline_refusal(self.score_deadline_s):
             raise SettingsError(defaults.deadline_refusal(self.score_deadline_s))
         if not self.reserve_key or len(self.reserve_key) > 256:
             raise SettingsError(f"reserve_key={self.reserve_key[:40]!r}: give 1 to 256 characters (it keys which "
                                 f"questions are reserved for evaluation)")
-        if not self.out.strip():
-            raise SettingsError(f"out={self.out!r}: give a folder (an empty out writes into the working directory)")
-        if "\0" in self.out:
-            raise SettingsError("out: holds a NUL character, which no path can")
-        if len(self.out) > PATH_MAX:
-            raise SettingsError(f"out: {len(self.out)} characters, longer than any path ({PATH_MAX})")
+        if (bad := output.path_error(self.out)) is not None:
+            raise SettingsError(bad)
         if self.bootstrap_n * self.eval_n > BOOTSTRAP_CELLS_MAX:
             raise SettingsError(f"bootstrap_n={self.bootstrap_n} x eval_n={self.eval_n}: the bootstrap would hold "
                                 f"{self.bootstrap_n * self.eval_n:,} resampled scores (at most {BOOTSTRAP_CELLS_MAX:,})")
@@ -195,7 +203,7 @@ def heldout_walk() -> int:
     return WALK
 
 
-SEED_MAX = 2**32 - 1  # numpy's and reasoning-gym's seeds are unsigned 32-bit
+SEED_MAX = defaults.SEED_MAX
 DEFAULTS = {f.name: f.default for f in fields(Settings)}  # the seed's protocol, without making (checking) a Settings
 SPEED_ONLY = ("out", "families", "sample_batch", "fast", "trainee", "model")
 

@@ -82,8 +82,8 @@ def main(argv: list[str] | None = None) -> int:
                 raise ValueError("--out, --budget-min and where jobs run (--executor, --per-gpu...) go with --all "
                                  "or --levels (the catalog)")
             chosen = sources.parse_list(args.families or _default_families(args.source), args.source)
-        if args.tasks < 1 or args.batch < 0 or args.first_seed < 0:
-            raise ValueError("--tasks must be at least 1, --batch and --first-seed at least 0")
+        if (bad := defaults.screen_bounds(args.tasks, args.first_seed, args.batch)) is not None:
+            raise ValueError(bad)
         if args.json:
             _writable(Path(args.json))
         models.check_fits(models.model_config(who.model), who)

@@ -4,6 +4,9 @@ SAMPLE_BATCH = 0  # sequences per generate() call; 0: as many as fit (sampling.a
 SCORE_DEADLINE_S = 1.0  # a scorer call that takes longer scores 0.0 and costs its process
 SCREEN_TASKS = 24  # tasks per family in screening
 PREDICT_SEED = 500  # screening tasks are seeds PREDICT_SEED .. PREDICT_SEED + tasks - 1
+SEED_MAX = 2**32 - 1  # numpy's and reasoning-gym's seeds are unsigned 32-bit
+TASKS_MAX = 100_000  # tasks per family in a screen (the proof's predict_tasks has the same bound)
+BATCH_MAX = 1 << 20  # sequences per generate() call
 SCORE_DEADLINE_MIN_S = 0.25  # below it honest answers time out on a loaded machine (simple_integration: 5 of 320 at 0.1 s)
 SCORE_DEADLINE_MAX_S = 600.0  # above it one hostile answer could hold a scorer process for longer than a family's step
 
@@ -15,3 +18,16 @@ def deadline_refusal(seconds) -> str | None:
         return None
     return (f"score_deadline_s={seconds}: give seconds in [{low:g}, {high:g}]; below {low:g} s honest answers time "
             f"out on a loaded machine and timeouts decide the verdicts")
+
+
+def screen_bounds(tasks: int, first_seed: int, batch: int) -> str | None:
+    """Why a screen's --tasks, --first-seed or --batch cannot be run (None: they can). A billion tasks
+    was accepted, and seeds past SEED_MAX, which reasoning-gym cannot take."""
+    if not 1 <= tasks <= TASKS_MAX:
+        return f"--tasks {tasks}: give 1..{TASKS_MAX:,} tasks per family"
+    if not 0 <= batch <= BATCH_MAX:
+        return f"--batch {batch}: give 0 (as many as fit) up to {BATCH_MAX:,}"
+    if not 0 <= first_seed <= SEED_MAX - tasks + 1:
+        return (f"--first-seed {first_seed}: the seeds {first_seed}..{first_seed + tasks - 1} must lie in "
+                f"0..{SEED_MAX} (unsigned 32-bit, as reasoning-gym's)")
+    return None

@@ -75,6 +75,31 @@ def full(where, what: str = "", resumes: str = "what was written whole") -> Disk
                     f"again: it resumes from {resumes}")
 
 
+PATH_MAX, NAME_MAX = 4096, 255  # Linux's longest path, and longest name in one folder (bytes)
+
+
+def path_error(text: str, what: str = "out") -> str | None:
+    """Why a folder name cannot hold a run's files (None: it can), said before anything is made: an
+    empty name writes into the working directory, a control character (a newline) garbles every log
+    line and file list that names it, a name longer than NAME_MAX fails deep inside a run, and / is
+    every file on the machine."""
+    if not text.strip():
+        return f"{what}={text!r}: give a folder (an empty {what} writes into the working directory)"
+    if "\0" in text:
+        return f"{what}: holds a NUL character, which no path can"
+    if any(ord(c) < 32 or ord(c) == 127 for c in text):
+        return f"{what}={text[:80]!r}: holds a control character (a newline, a tab...); give a plain folder name"
+    if len(text) > PATH_MAX:
+        return f"{what}: {len(text)} characters, longer than any path ({PATH_MAX})"
+    long = next((part for part in text.split("/") if len(os.fsencode(part)) > NAME_MAX), None)
+    if long is not None:
+        return (f"{what}: a folder name of {len(os.fsencode(long)):,} bytes ({long[:40]!r}...), longer than a "
+                f"name can be ({NAME_MAX})")
+    if os.path.realpath(text) == "/":
+        return f"{what}={text!r}: the root folder; give a folder of the run's own"
+    return None
+
+
 def check_writable(out) -> Path:
     """The output folder, made if need be and shown writable, before any work that would be lost."""
     out = Path(out)

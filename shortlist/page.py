@@ -59,6 +59,17 @@ def markup(text: str) -> str:
     return re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", html_.escape(text, quote=False))
 
 
+def prose(text: str, **code: str) -> str:
+    """The project's own sentences as HTML: escaped, **bold** and *italic* kept, and each `{name}` filled
+    with code[name] as escaped <code> text. Data goes in through `code` only, after the emphasis is made,
+    so a '*' or a '<script>' in it is shown as typed (a Markdown cell would pass its HTML through live)."""
+    import re
+    text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", html_.escape(text, quote=False))
+    text = re.sub(r"\*([^*\s][^*]*?)\*", r"<i>\1</i>", text)
+    return re.sub(r"\{(\w+)\}", lambda m: f"<code>{html_.escape(code[m.group(1)])}</code>" if m.group(1) in code
+                  else m.group(0), text)
+
+
 def box(kind: str, text: str) -> str:
     """A banner or a warning above a page's headline: text escaped, **bold** kept, warnings marked ⚠."""
     background, edge = BOXES[kind]

@@ -24,6 +24,10 @@ def call(text: str, what: str = "spec") -> tuple[str, dict]:
     if _name(node):
         return _name(node), {}
     if isinstance(node, ast.Call) and _name(node.func) and not node.args and all(kw.arg for kw in node.keywords):
+        keys = [kw.arg for kw in node.keywords]
+        if len(set(keys)) < len(keys):  # a dict would keep the last silently
+            twice = next(k for k in keys if keys.count(k) > 1)
+            raise SpecError(f"{text!r}: {twice} is given twice; give each setting once")
         try:
             config = {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords}
         except ValueError:

@@ -64,7 +64,7 @@ from pathlib import Path
 
 import regex as regex_  # transformers' own dependency: a search that stops at a timeout, which re's cannot
 
-from shortlist import spec
+from shortlist import regex_groups, spec
 from shortlist.errors import OneLine, one_line
 from shortlist.sources.reasoning_gym import SYSTEM_PROMPTS, extract_answer
 
@@ -141,6 +141,9 @@ def _by_pattern(source: str):
         pattern = regex_.compile(source, regex_.DOTALL)
     except (regex_.error, ValueError, OverflowError, RecursionError) as e:
         raise TraineeError(f"extraction {name!r}: {one_line(e)}") from None
+    if pattern.groups and regex_groups.first_group_optional(source):
+        raise TraineeError(f"extraction {name!r}: a match can leave its first group unset (the answer is the "
+                           f"first group): make that group required, or the others non-capturing (?:...)")
     for probe in _probes(source):
         try:
             pattern.search(probe, timeout=REGEX_PROBE_TIMEOUT_S)
@@ -154,7 +157,8 @@ def _by_pattern(source: str):
             found = list(pattern.finditer(text, timeout=REGEX_TIMEOUT_S))
         except TimeoutError:  # a completion the pattern backtracks on holds no answer
             return None
-        return (found[-1].group(1) if pattern.groups else found[-1].group(0)).strip() if found else None
+        answer = (found[-1].group(1) if pattern.groups else found[-1].group(0)) if found else None
+        return answer.strip() if answer is not None else None  # an unset group holds no answer
     return by_pattern
 
 
@@ -168,6 +172,9 @@ SYSTEM_PROMPT_MAX = 32_768
 # GRPO's temperature: at 0.01 a group's samples are the greedy one to float precision (no spread, no
 # signal), and TRL's loss divides the logits by it (gradients x 100); at 10 the samples are noise
 TEMPERATURE = (0.01, 10.0)
+# nucleus sampling's floor: a nucleus of less than 0.1% of the probability is the top token alone on any
+# distribution a model gives, so a group is the greedy answer 8 times (no signal); 5e-324 was accepted
+TOP_P_MIN = 1e-3
 TOP_K_MAX = 1 << 20  # beyond any vocabulary (Qwen3's: 151,936 tokens): a larger top_k is off, i.e. 0
 REPETITION_PENALTY = (0.1, 10.0)  # a repeated token's logit scaled by at most 10x either way
 
@@ -227,8 +234,8 @@ class Trainee:
         if not TEMPERATURE[0] <= self.temperature <= TEMPERATURE[1]:
             bad("temperature", f"must lie in [{TEMPERATURE[0]}, {TEMPERATURE[1]}]: below, a group's samples are all "
                                f"the greedy one (no signal); above, noise")
-        if not 0 < self.top_p <= 1:
-            bad("top_p", "must lie in (0, 1]")
+        if not TOP_P_MIN <= self.top_p <= 1:
+            bad("top_p", f"must lie in [{TOP_P_MIN:g}, 1]: below, the nucleus is the top token alone (no signal)")
         if not 0 <= self.top_k <= TOP_K_MAX:
             bad("top_k", f"must be 0 (off) or up to {TOP_K_MAX:,}, more than any vocabulary")
         if self.min_p is not None and not 0 <= self.min_p < 1:

@@ -10,7 +10,7 @@ in proof/figures.py and one wrapper in tables.py.
 from proof.report.html import notebook_links, render
 from proof.report.load import Report, load, status
 from proof.report.prose import (banner, caption, confusion_text, family_line, headline, measured_here, rules_text,
-                                top, warnings)
+                                shown, top, warnings)
 from proof.report.tables import (audit_table, confusion_table, correlations_section, correlations_table,
                                  curves_figure, equivalence_table, examples_table, family_summary, forest_figure,
                                  format_table, heldout_table, learning_table, outcome_row, outcomes_table,
@@ -22,4 +22,4 @@ __all__ = ["Report", "audit_table", "banner", "caption", "confusion_table", "con
            "family_summary", "forest_figure", "format_table", "headline", "heldout_table", "learning_table", "load",
            "measured_here", "notebook_links", "outcome_row", "outcomes_table", "plan_table", "power_table",
            "predictions_table", "provenance_table", "render", "rules_table", "rules_text", "runs_table",
-           "scatter_figure", "scoring_table", "sides_table", "status", "top", "warnings"]
+           "scatter_figure", "scoring_table", "shown", "sides_table", "status", "top", "warnings"]

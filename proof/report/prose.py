@@ -285,8 +285,19 @@ def confusion_text(report: Report) -> str:
     return f"The rule's accuracy: {rate(held)}, over {page.count(held.n, 'judged spec')}."
 
 
-def caption(report: Report, section: str) -> str:
-    """The sentence under a section's title, with the numbers of this run."""
+def caption(report: Report, section: str):
+    """The sentence under a section's title, with the numbers of this run, as HTML: the trainee's
+    extraction (text a user typed) goes in as escaped code, never through Markdown."""
+    return shown(_caption(report, section), extraction=report.trainee.extraction)
+
+
+def shown(text: str, **code: str):
+    """A sentence of the report displayed as HTML (page.prose): Markdown would pass data's HTML through live."""
+    from IPython.display import HTML
+    return HTML(f"<p>{page.prose(text, **code)}</p>")
+
+
+def _caption(report: Report, section: str) -> str:
     s, t = report.settings, report.trainee
     n = s["eval_n"]
     reserved = bool(s.get("reserve"))
@@ -307,7 +318,8 @@ def caption(report: Report, section: str) -> str:
                     f"score per task; *improved* when p ≤ {s['alpha']} and the gain is positive.",
         "audit": f"Before any model is asked: the *ceiling* is the share of the prediction tasks whose gold answer (or, "
                  f"where a task has none, an answer its source knows to be valid), written as the trainee is asked to "
-                 f"write answers and read back by its extraction, scores 1 (below {t.ceiling_min}: *unscorable*; "
+                 f"write answers and read back by its extraction "
+                 f"{{extraction}}, scores 1 (below {t.ceiling_min}: *unscorable*; "
                  f"no answer to check at all: *unverified ceiling*); the *guess rate* is the best share of full "
                  f"scores over policies that do not solve the task (constants, the most frequent or another task's "
                  f"gold answer, the first, last, largest or smallest number of the question, how many numbers it "
@@ -323,7 +335,7 @@ def caption(report: Report, section: str) -> str:
                     f"learning*: accuracy rose (p ≤ {s['alpha']}) and is above the best policy's; that is the "
                     f"outcome the rule is judged on. *Partial credit only*: the score rose, accuracy did not. "
                     f"*Matched by a policy*: a policy that does not solve the task answers as many right.",
-        "format": f"The share of answers the trainee's extraction could find, their length, and the share of "
+        "format": f"The share of answers the trainee's extraction {{extraction}} could find, their length, and the share of "
                   f"completions cut at {t.max_new_tokens} tokens or dominated by one repeated token.",
         "equivalence": f"A \"no change\" prediction that held is *equivalent* only when an equivalence test (TOST, "
                        f"margin ±{s['equivalence_margin']}) puts the gain within the margin; otherwise *inconclusive*. "

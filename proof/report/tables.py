@@ -221,8 +221,7 @@ def runs_table(report: Report):
 def rules_table(report: Report):
     """Shortlist's rule against simpler ones, on the same judged specs, with the exact paired test."""
     if not report.across.held.n:
-        from IPython.display import Markdown
-        return Markdown("No judged spec has finished: there is nothing to compare yet.")
+        return prose.shown("No judged spec has finished: there is nothing to compare yet.")
     rows = []
     for c in report.across.comparisons:
         m = c.mcnemar
@@ -257,12 +256,11 @@ def correlations_table(report: Report):
 
 def correlations_section(report: Report) -> list:
     """The caption, the table and the scatter; below MIN_FAMILIES_FOR_RANKS finished families, a sentence."""
-    from IPython.display import Markdown
     n = len(report.done())
     if n < figures.MIN_FAMILIES_FOR_RANKS:
-        return [Markdown(f"Only {n} {'family' if n == 1 else 'families'} finished: ranks need "
+        return [prose.shown(f"Only {n} {'family' if n == 1 else 'families'} finished: ranks need "
                          f"{figures.MIN_FAMILIES_FOR_RANKS} at least, so no correlation or scatter is shown.")]
-    return [Markdown(prose.caption(report, "correlations")), correlations_table(report),
+    return [prose.caption(report, "correlations"), correlations_table(report),
             figures.show(scatter_figure(report))]
 
 

@@ -7,7 +7,7 @@ import dataclasses
 import re
 from dataclasses import dataclass, field, fields
 
-from shortlist import defaults, sources
+from shortlist import defaults, output, sources
 from shortlist.errors import OneLine
 from shortlist.screening import METRICS, Screen
 from shortlist.sources import levels as levels_
@@ -133,8 +133,12 @@ class Plan:
             sources.check_name(name, self.source)
         if len(set(self.families)) < len(self.families):
             raise CatalogError("a family is listed twice")
-        if self.tasks < 1 or self.first_seed < 0 or self.seed < 0 or self.batch < 0:
-            raise CatalogError("--tasks must be at least 1, --first-seed, --batch and the seed at least 0")
+        if (bad := output.path_error(self.out, "--out")) is not None:
+            raise CatalogError(bad)
+        if (bad := defaults.screen_bounds(self.tasks, self.first_seed, self.batch)) is not None:
+            raise CatalogError(bad)
+        if not 0 <= self.seed <= defaults.SEED_MAX:
+            raise CatalogError(f"seed={self.seed}: give 0..{defaults.SEED_MAX}")
         if self.budget_min is not None and not self.budget_min > 0:
             raise CatalogError(f"--budget-min {self.budget_min}: give a positive number of minutes")
         if defaults.deadline_refusal(self.score_deadline_s):

@@ -6,11 +6,11 @@ import os
 import shutil
 import socket
 import subprocess
-import tempfile
 import time
 from collections import deque
 from pathlib import Path
 
+from shortlist import leftovers
 from shortlist import mps as mps_
 from shortlist.executors.jobs import PER_GPU, WHERE, Job, Ran, command, describe
 from shortlist.executors.kill import stop
@@ -82,7 +82,7 @@ class Local(Executor):
         where = {"executor": "local", "node": socket.gethostname(), "slot": None if job.alone else slot + 1,
                  "slots": len(self.slots), "gpu": gpu, "per_gpu": n if gpu is not None else None,
                  "mps": gpu is not None and self.mps is not None}
-        scratch = Path(tempfile.mkdtemp(prefix="shortlist-job-"))
+        scratch = Path(leftovers.make("shortlist-job-"))  # a batch killed -9 leaves it: the next run removes it
         for name, data in job.files:
             (scratch / name).write_bytes(data)  # the job's own scratch, not the output folder
         env = dict(os.environ, PYTHONUNBUFFERED="1", **{WHERE: json.dumps(where)})

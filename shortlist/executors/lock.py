@@ -4,6 +4,7 @@ from __future__ import annotations
 import fcntl
 import os
 import socket
+import stat
 import sys
 import time
 from contextlib import contextmanager, suppress
@@ -22,12 +23,16 @@ class Busy(OneLine, RuntimeError):
 @contextmanager
 def one_run(out):
     """Hold <out>/lock (flock, exclusive) for the whole run: a second run into the same folder is refused
-    in one line that names the first. The kernel drops the lock with its holder, however that ends."""
+    in one line that names the first. The kernel drops the lock with its holder, however that ends.
+    The lock is opened without blocking and must be a regular file: a FIFO of that name blocked forever."""
     out = Path(out)
     try:  # read-only is enough for flock: a lock file another user left is still ours to lock
-        fd = os.open(out / LOCK, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        fd = os.open(out / LOCK, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK, 0o666)
     except OSError as e:
         raise Busy(f"{out / LOCK}: cannot open the run's lock ({e.strerror})") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise Busy(f"{out / LOCK}: the run's lock is not a regular file (a FIFO, a device...): remove it")
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as e:
@@ -43,9 +48,13 @@ def one_run(out):
             who = "a run that has not said who it is yet"
         raise Busy(f"{out} is in use by another run ({who}): wait for it to end, or give another --out") from None
     try:
-        output.write_json(out / HOLDER, {"pid": os.getpid(), "host": socket.gethostname(),
-                                         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                                         "command": " ".join(sys.argv)})
+        try:
+            output.write_json(out / HOLDER, {"pid": os.getpid(), "host": socket.gethostname(),
+                                             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                                             "command": " ".join(sys.argv)})
+        except OSError as e:  # a folder named lock.json, a read-only folder
+            raise Busy(f"{out / HOLDER}: cannot say who holds the run's folder ({e.strerror or type(e).__name__})"
+                       + (": remove that folder" if (out / HOLDER).is_dir() else "")) from None
         yield
     finally:
         with suppress(OSError):  # said only while held: an ended run leaves no pid behind

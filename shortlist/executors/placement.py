@@ -11,6 +11,7 @@ from shortlist.executors.errors import PlacementError, needs_ray
 from shortlist.executors import local, sizing
 from shortlist.executors.local import Local
 from shortlist.executors.protocol import Executor
+from shortlist.executors.ray_cluster import head_silent
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,10 @@ class Placement:
             raise PlacementError("--address: give auto or HOST:PORT of the Ray cluster's head")
         if self.executor == "ray" and importlib.util.find_spec("ray") is None:
             raise needs_ray()
+        if self.executor == "ray" and (silent := head_silent(self.address)):
+            # before anything is written: ray.init would retry for many minutes, printing Ray's log all the while
+            raise PlacementError(f"cannot join a Ray cluster at --address {self.address}: nothing answers there "
+                                 f"({silent}) (start one with `ray start --head`)")
 
     @property
     def remote(self) -> bool:
@@ -85,5 +90,6 @@ def add_arguments(parser) -> None:
 
 def from_args(args) -> Placement:
     text = str(args.per_gpu).strip()
-    per_gpu = text if text == "auto" else int(text) if text.isdigit() else text
+    # ASCII digits only: str.isdigit() holds for '²', which int() refuses, and int() reads '٣' as 3
+    per_gpu = text if text == "auto" else int(text) if text.isascii() and text.isdigit() else text
     return Placement(args.executor, per_gpu, args.job_gib, args.address, args.cpus_per_job, args.mps)

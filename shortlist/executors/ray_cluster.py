@@ -37,6 +37,22 @@ def _ray():
     return ray
 
 
+RAY_HEAD_S = 10.0  # a TCP connect to the head, bounded, before ray.init: its own retries to nothing last minutes
+
+
+def head_silent(address: str) -> str | None:
+    """Why nothing answers at a HOST:PORT (or ray://HOST:PORT) address; None where something does, or
+    where the address is auto or no HOST:PORT (Ray reads those itself, and fails fast where none runs)."""
+    host, sep, port = address.strip().removeprefix("ray://").rpartition(":")
+    if not sep or not host or not (port.isascii() and port.isdigit()) or int(port) > 65535:
+        return None
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=RAY_HEAD_S):
+            return None
+    except OSError as e:  # refused, unreachable, no such host, or silent for RAY_HEAD_S
+        return e.strerror or type(e).__name__
+
+
 class RayExecutor(Executor):
     """Jobs as Ray tasks on an existing cluster (ray.init(address)), or on the one this process already
     joined (ray.is_initialized(): tests start a local cluster with fake GPUs)."""

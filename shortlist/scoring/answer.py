@@ -77,6 +77,8 @@ def _confine(zygote: Zygote, job_r: int, reply_w: int, home: str) -> dict:
     os.chdir(home)
     os.environ.update(HOME=home, TMPDIR=home)
     rules = landlock.ruleset(zygote.readable, home, writable=mounted)  # while it may still open every path
+    if zygote.root:  # nobody may not reach the interpreter's folders: imports go through descriptors opened here
+        isolation.reroute()
     layers["user"] = isolation.drop_privileges(zygote.root)
     layers["capabilities"] = isolation.capabilities()
     layers["dumpable"] = not isolation.not_dumpable()

@@ -148,6 +148,50 @@ def resident_mb(pid: int) -> float:
         return float("inf")
 
 
+REROUTED_MAX = 32  # descriptors reroute() may hold open (an answer's RLIMIT_NOFILE is 64)
+
+
+def reroute(uid: int = UNPRIVILEGED) -> int:
+    """Before becoming uid: each sys.path entry, and each loaded package's folder, that uid cannot
+    reach (a 0700 folder above it: the interpreter under /root, as pyenv or a CI's setup puts it)
+    reached instead through a descriptor opened now, while root: /proc/self/fd/N. Without it an
+    answer imported nothing its scorer had not imported before the fork (`import mmap` failed).
+    Landlock still judges each file by where it really lies. Returns the folders rerouted."""
+    opened: dict[str, str] = {}  # a folder -> its /proc/self/fd path
+
+    def via(path):
+        if not isinstance(path, str) or not os.path.isabs(path):
+            return path
+        for folder, proc in opened.items():
+            if path == folder or path.startswith(folder + "/"):
+                return proc + path[len(folder):]
+        if _reachable(path, uid) or not os.path.isdir(path) or len(opened) >= REROUTED_MAX:
+            return path
+        opened[path] = f"/proc/self/fd/{os.open(path, os.O_PATH | os.O_DIRECTORY)}"
+        return opened[path]
+    import sys
+    sys.path[:] = [via(p) for p in sys.path]
+    for module in list(sys.modules.values()):
+        folders = getattr(module, "__path__", None)
+        if isinstance(folders, list):  # a namespace package's _NamespacePath follows sys.path itself
+            folders[:] = [via(p) for p in folders]
+    return len(opened)
+
+
+def _reachable(path: str, uid: int) -> bool:
+    """Whether uid (with gid UNPRIVILEGED, no groups) may search every folder down to path, by the mode bits."""
+    parts = os.path.realpath(path).split("/")[1:]
+    for i in range(len(parts) + 1):
+        try:
+            st = os.stat("/" + "/".join(parts[:i]))
+        except OSError:
+            return True  # not there: nothing to reroute
+        bit = 0o100 if st.st_uid == uid else 0o010 if st.st_gid == UNPRIVILEGED else 0o001
+        if not st.st_mode & bit:
+            return False
+    return True
+
+
 def drop_privileges(real_root: bool) -> str:
     """No capabilities in any set, and, where this is the machine's root, uid and gid nobody with
     no groups. Returns who the process now is, e.g. '65534:65534' or '1000:1000'."""

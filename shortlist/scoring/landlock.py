@@ -57,9 +57,12 @@ def _handled(version: int) -> int:
 
 
 def readable() -> list[str]:
-    """What an answer may read: the interpreter's prefixes, the site directories, the system's
-    libraries, and of any other entry of sys.path only what was imported from it (a package's
-    folder, a module's file), so that a checkout in a home gives its code and nothing beside it."""
+    """What an answer may read: the interpreter's prefixes (the standard library), the site
+    directories, the system's libraries, and of any other code only what was imported: the folder of
+    each imported module's own top-level package, or the module's file. Never a sys.path entry or a
+    folder above one: the caller's working directory is an entry ('' made absolute), so a rule derived
+    from entries opened all of /tmp run from /, or a whole checkout run from its parent (an editable
+    install's finder puts its packages below no entry)."""
     given = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *site.getsitepackages()}
     if site.ENABLE_USER_SITE:
         given.add(site.getusersitepackages())
@@ -68,7 +71,7 @@ def readable() -> list[str]:
     for module in list(sys.modules.values()):
         path = getattr(module, "__file__", None)
         if isinstance(path, str) and not path.startswith(quick) and not _beneath(os.path.realpath(path), roots):
-            roots.add(_top(os.path.realpath(path)))
+            roots.update(_own(module, os.path.realpath(path)))
     return sorted(p for p in roots if os.path.exists(p) and p != "/")
 
 
@@ -76,12 +79,18 @@ def _beneath(path: str, roots) -> bool:
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
 
-def _top(path: str) -> str:
-    """The top-level package folder (or module file) of an imported module's file, by sys.path."""
-    for entry in sorted({os.path.realpath(p) for p in sys.path if p}, key=len, reverse=True):
-        if path.startswith(entry.rstrip("/") + "/"):
-            return os.path.join(entry, path[len(entry):].strip("/").split("/")[0])
-    return os.path.dirname(path)  # found by a finder of its own (an editable install): its folder
+def _own(module, path: str) -> list[str]:
+    """The folder of the top-level package a module's file belongs to (where its data files lie too),
+    from the package's own __path__; a module of no package, or outside its package's folders: the file."""
+    name = getattr(module, "__name__", None)
+    top = sys.modules.get(name.partition(".")[0]) if isinstance(name, str) else None
+    folders = getattr(top, "__path__", None) if top is not None else None
+    try:
+        folders = [os.path.realpath(f) for f in folders or () if isinstance(f, str)]
+    except TypeError:  # a __path__ that is no list of folders
+        folders = []
+    mine = [f for f in folders if f != "/" and _beneath(path, [f])]
+    return mine or [path]
 
 
 def ruleset(readable: list[str], home: str, writable: bool) -> int | None:

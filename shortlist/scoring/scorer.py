@@ -20,13 +20,12 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections import OrderedDict
 from dataclasses import asdict, dataclass
 from multiprocessing.connection import Connection
 
-from shortlist import defaults, sources
+from shortlist import defaults, leftovers, sources
 from shortlist.sources import Family
 from shortlist.sources import source as source_
 
@@ -188,7 +187,7 @@ class Scorer:
             raise ValueError("scoring needs workers >= 1, deadline_s > 0 and memory_mb >= 256")
         self.workers, self.deadline_s, self.memory_mb = workers, deadline_s, memory_mb
         self.counts: dict[str, ScoreCounts] = {}
-        self._scratch = tempfile.mkdtemp(prefix="shortlist-scratch-")
+        self._scratch = leftovers.make("shortlist-scratch-")  # what a killed owner left, the next Scorer removes
         os.chmod(self._scratch, 0o711)  # answer processes (uid nobody) reach their own directory, list nothing
         self._zygotes: OrderedDict[str, _Zygote] = OrderedDict()
         self._server: _Server | None = _Server(self._scratch, Limits(memory_mb, CPU_SECONDS, workers))  # starts now,

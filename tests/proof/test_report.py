@@ -1,3 +1,4 @@
+import json
 import os
 import re
 import shutil
@@ -272,3 +273,109 @@ def test_a_corrupt_records_reason_reaches_the_page_as_text(synthetic):
     files.write_json(path, files.read_json(path) | {"status": "<img src=x onerror=alert(1)>"})
     links = report.notebook_links(report.load(s.out))
     assert "<img" not in links and "&lt;img src=x onerror=alert(1)&gt;" in links
+
+
+
+def test_no_data_text_reaches_the_page_as_markup(synthetic):
+    """A trainee's extraction is text a user typed: the captions name it as escaped code, and report.html
+    carries no script from it (nbconvert passes a Markdown cell's raw HTML through live)."""
+    hostile = "regex:<answer>(.*?)</answer>(?:<script>alert(1)</script>)?"
+    s = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP}},
+                  trainee=f"qwen3(max_new_tokens=16, extraction={hostile!r})")
+    r = report.load(s.out)
+    escaped = "regex:&lt;answer&gt;(.*?)&lt;/answer&gt;(?:&lt;script&gt;alert(1)&lt;/script&gt;)?"
+    for section in ("audit", "format"):
+        assert f"<code>{escaped}</code>" in report.caption(r, section).data
+    html = runner.report_again(s.out).read_text()
+    assert "<script>alert" not in html and f"<code>{escaped}</code>" in html
+
+
+def test_the_report_notebook_puts_no_text_through_markdown():
+    """Every sentence 03 displays goes through page.prose (escaped); a Markdown() of data would render its HTML."""
+    import nbformat
+    nb = nbformat.read(Path(__file__).parents[2] / "notebooks" / "03_report.ipynb", as_version=4)
+    assert not [c.source for c in nb.cells if c.cell_type == "code" and "Markdown" in c.source]
+
+
+def test_prose_keeps_its_emphasis_and_shows_data_as_typed():
+    from shortlist import page
+    assert page.prose("*ceiling* and **bold** read by {x}", x="<b>*a*</b>") == \
+        "<i>ceiling</i> and <b>bold</b> read by <code>&lt;b&gt;*a*&lt;/b&gt;</code>"
+
+
+def _recommitted(out, data: bytes) -> None:
+    """predictions.json replaced, its hash recomputed: only what the file holds can refuse it now."""
+    import hashlib
+    (Path(out) / "predictions.json").write_bytes(data)
+    (Path(out) / "predictions.sha256").write_text(hashlib.sha256(data).hexdigest() + "  predictions.json\n")
+
+
+@pytest.mark.parametrize("edit, fragment", [
+    (lambda body: b"\x00not json{", "is not JSON"),
+    (lambda body: b"[1, 2]", "holds no JSON object"),
+    (lambda body: json.dumps({k: v for k, v in body.items() if k != "settings"}).encode(), "lacks settings"),
+    (lambda body: json.dumps(body | {"settings": [1]}).encode(), "settings must be an object"),
+    (lambda body: json.dumps(body | {"predictions": body["predictions"][:1]}).encode(),
+     "names leg_counting, which has no screen"),
+    (lambda body: json.dumps(body | {"families": [5]}).encode(), "families must be a list of family specs"),
+    (lambda body: json.dumps(body | {"families": ["chan_sum"]}).encode(), "chan_sum"),
+    (lambda body: json.dumps(body | {"predictions": [1, 2]}).encode(), "predictions must be a list of screens"),
+], ids=["garbage", "a list", "no settings", "settings a list", "a family without a screen", "a family not text",
+        "an unknown family", "screens not objects"])
+def test_a_report_on_predictions_that_hash_right_but_are_not_a_commitment_is_one_line(synthetic, capsys, edit,
+                                                                                     fragment):
+    from proof.__main__ import main
+    s = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP}}, not_run=["leg_counting"])
+    body = json.loads((Path(s.out) / "predictions.json").read_text())
+    _recommitted(s.out, edit(body))
+    assert main(["report", "--out", s.out]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and fragment in err and "\n" not in err, err
+    assert not (Path(s.out) / "report.html").exists()
+
+
+def _report_command(out, *, read_only: bool = False) -> subprocess.CompletedProcess:
+    """python -m proof report in a process of its own, bounded: a lock that blocks fails the test, not the suite.
+    read_only: the folder mounted read-only (as root, in a mount namespace of its own; else its modes)."""
+    command = [sys.executable, "-m", "proof", "report", "--out", str(out)]
+    if read_only and os.geteuid() == 0:
+        if shutil.which("unshare") is None:
+            pytest.skip("no unshare(1) to mount the folder read-only")
+        command = ["unshare", "-m", "sh", "-c", 'mount --make-rprivate / && mount --bind "$1" "$1" && '
+                   'mount -o remount,ro,bind "$1" "$1" && shift && exec "$@"', "sh", str(out), *command]
+    elif read_only:
+        for path in [Path(out), *Path(out).rglob("*")]:
+            path.chmod(path.stat().st_mode & ~0o222)
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=Path(__file__).parents[2])
+
+
+def test_a_report_on_a_read_only_finished_folder_is_one_line(synthetic):
+    s = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP}})
+    files.write_json(Path(s.out) / "lock.json", {"pid": 1})  # a finished run leaves its lock behind
+    (Path(s.out) / "lock").touch()
+    done = _report_command(s.out, read_only=True)
+    assert done.returncode == 1 and done.stderr.startswith(f"error: cannot write into {s.out}")
+    assert done.stderr.count("\n") == 1, done.stderr
+
+
+@pytest.mark.parametrize("kind", ["lock.json a folder", "lock a FIFO", "lock a folder"])
+def test_a_lock_that_is_no_regular_file_is_one_line_and_never_blocks(synthetic, kind):
+    s = synthetic({}, not_run=["chain_sum"])
+    name = kind.split()[0]
+    if kind.endswith("FIFO"):
+        os.mkfifo(Path(s.out) / name)
+    else:
+        (Path(s.out) / name).mkdir()
+    done = _report_command(s.out)
+    assert done.returncode == 1 and done.stderr.startswith(f"error: {Path(s.out) / name}: ")
+    assert done.stderr.count("\n") == 1, done.stderr
+
+
+@pytest.mark.parametrize("out, fragment", [("x" * 256, "a folder name of 256 bytes"),
+                                           ("a\nb", "holds a control character"), ("/", "the root folder")],
+                         ids=["long name", "newline", "root"])
+def test_a_report_on_an_out_no_run_could_have_is_one_line(out, fragment, capsys):
+    from proof.__main__ import main
+    assert main(["report", "--out", out]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --out") and fragment in err and "\n" not in err, err

@@ -545,3 +545,16 @@ def test_the_kernel_is_not_interrupted_on_its_way_out():
     manager.shutting_down = False
     with pytest.raises(RuntimeError, match="No kernel is running"):
         asyncio.run(manager._async_interrupt_kernel())
+
+
+def test_a_kernel_that_dies_mid_cell_is_recorded_as_a_dead_kernel(tmp_path):
+    """The notebook holds no error of its own then: papermill's exit status was all the record said."""
+    cells = [nbformat.v4.new_code_cell("out = ''", metadata={"tags": ["parameters"]}),
+             nbformat.v4.new_code_cell("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)")]
+    notebook = tmp_path / "dies.ipynb"
+    nb = nbformat.v4.new_notebook(cells=cells)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    notebook.write_text(nbformat.writes(nb))
+    out = tmp_path / "run"
+    assert runner.execute(notebook, out / "dies.ipynb", {"out": str(out)}) == runner.KERNEL_DIED_WHY
+    assert runner.KERNEL_DIED_WHY.startswith("kernel died")

@@ -31,11 +31,22 @@ def test_defaults_are_the_seeds_protocol():
     ({"census_seed": 100}, "train seeds 0..1599 overlap census seeds 100..499"),
     ({"census_n": 79}, "census_n=79 is below 2 x min_unseen=40"),
     ({"reserve_key": ""}, "reserve_key='': give 1 to 256 characters"),
-    ({"lr": 0.0}, "lr=0.0: must be a number in (0, 1]"),
-    ({"lr": 1e309}, "lr=inf: not a finite number in (0, 1]"),
-    ({"lr": float("nan")}, "lr=nan: not a finite number in (0, 1]"),
-    ({"alpha": float("nan")}, "alpha=nan: not a finite number in (0, 0.5]"),
-    ({"equivalence_margin": 2.0}, "equivalence_margin=2.0: must be a number in (0, 1]"),
+    ({"lr": 0.0}, "lr=0.0: must be a number in [1e-08, 1]"),
+    ({"lr": 5e-324}, "lr=5e-324: must be a number in [1e-08, 1] (below 1e-8, Adam's steps"),
+    ({"lr": 1e309}, "lr=inf: not a finite number in [1e-08, 1]"),
+    ({"lr": float("nan")}, "lr=nan: not a finite number in [1e-08, 1]"),
+    ({"alpha": float("nan")}, "alpha=nan: not a finite number in [1e-06, 0.5]"),
+    ({"alpha": 5e-324}, "alpha=5e-324: must be a number in [1e-06, 0.5]"),
+    ({"equivalence_margin": 2.0}, "equivalence_margin=2.0: must be a number in [0.0001, 1]"),
+    ({"equivalence_margin": 5e-324}, "equivalence_margin=5e-324"),
+    ({"trainee": "qwen3(top_p=5e-324)"}, "top_p=5e-324: must lie in [0.001, 1]"),
+    ({"out": "/"}, "out='/': the root folder"),
+    ({"out": "/tmp/.."}, "out='/tmp/..': the root folder"),
+    ({"out": "results\nrun"}, "out='results\\nrun': holds a control character"),
+    ({"out": "results/\x1b[2Jx"}, "holds a control character"),
+    ({"out": "results/" + "x" * 256}, "out: a folder name of 256 bytes"),
+    ({"out": "results/" + "é" * 128}, "out: a folder name of 256 bytes"),
+    ({"families": "chain_sum(max_terms=2, max_terms=3)"}, "max_terms is given twice"),
     ({"score_deadline_s": 1e309}, "score_deadline_s=inf"),
     ({"score_deadline_s": 0.1}, "score_deadline_s=0.1: give seconds in [0.25, 600]"),
     ({"score_deadline_s": 601.0}, "score_deadline_s=601.0"),
@@ -101,6 +112,15 @@ def test_parse_override_refuses(text):
         settings_.parse_override(text)
 
 
+@pytest.mark.parametrize("families", [5, 5.0, [5], ["chain_sum", None], {"chain_sum": 1}, b"chain_sum"])
+def test_a_notebook_parameter_of_the_wrong_type_is_one_line(families):
+    """papermill hands a notebook whatever its parameters say: families=5 raised TypeError in Settings."""
+    from proof import notebook
+    with pytest.raises(SettingsError) as e:
+        notebook.start({"families": families, "model": "tiny"})
+    assert str(e.value).startswith(f"families={str(families)[:80]}: give family specs") and "\n" not in str(e.value)
+
+
 def test_from_namespace_takes_only_setting_names():
     s = settings_.from_namespace({"steps": 7, "model": "tiny", "families": ["leg_counting"], "unrelated": 1})
     assert (s.steps, s.profile.model, s.families) == (7, "tiny", ("leg_counting",))
@@ -143,9 +163,15 @@ ISSUE_INPUTS = [
     (["--trainee", f"qwen3(system_prompt={'x' * 10_000_000!r})"], "system_prompt='xxx"),
     (["--trainee", "qwen3(extraction='regex:(a+)+$')"], "extraction 'regex:(a+)+$': more than"),
     (["--set", "out="], "out='': give a folder"),
-    (["--set", "lr=nan"], "lr=nan: not a finite number in (0, 1]"),
-    (["--set", "lr=inf"], "lr=inf: not a finite number in (0, 1]"),
-    (["--set", "lr=-infinity"], "lr=-inf: not a finite number in (0, 1]"),
+    (["--set", "lr=nan"], "lr=nan: not a finite number in [1e-08, 1]"),
+    (["--set", "lr=inf"], "lr=inf: not a finite number in [1e-08, 1]"),
+    (["--set", "lr=-infinity"], "lr=-inf: not a finite number in [1e-08, 1]"),
+    (["--set", "lr=5e-324"], "lr=5e-324: must be a number in [1e-08, 1]"),
+    (["--trainee", "qwen3(top_p=5e-324)"], "top_p=5e-324: must lie in [0.001, 1]"),
+    (["--families", "chain_sum(max_terms=2, max_terms=3)"], "max_terms is given twice"),
+    (["--set", "out=/"], "out='/': the root folder"),
+    (["--set", "out=a\nb"], "holds a control character"),
+    (["--set", "out=" + "x" * 300], "a folder name of 300 bytes"),
     (["--set", "steps=" + "9" * 5000], "is not an int"),
 ]
 
@@ -165,7 +191,7 @@ def test_each_input_the_issues_found_is_one_line_before_anything_is_written(args
     looped.write_text(json.dumps({"extends": str(looped)}))
     out = tmp_path / "run"
     args = [a.replace("{self}", str(looped)) for a in args]
-    where = [] if "out=" in args else ["--out", str(out)]
+    where = [] if any(a.startswith("out=") for a in args) else ["--out", str(out)]
     assert main(["run", "--preset", "smoke", *where, *args]) == 2
     err = capsys.readouterr().err
     assert fragment in err and err.count("\n") == 1 and err.startswith("error: ")

@@ -127,6 +127,31 @@ def test_landlock_confines_reads_to_the_interpreter_and_writes_to_its_directory(
     assert not outside.exists()
 
 
+def test_the_read_rule_grants_imported_packages_not_the_path_entry_above_them(tmp_path, monkeypatch):
+    """The working directory is a sys.path entry ('' made absolute); a package an editable install's
+    finder imported from below it gives its own folder, never the entry's folder around it."""
+    import importlib.util
+    import sys
+    work = tmp_path / "work"
+    package, single = work / "checkout" / "probe_pkg", work / "checkout" / "probe_mod.py"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "sub.py").write_text("")
+    single.write_text("")
+    (work / "checkout" / "secret").write_text("s3cret")
+    monkeypatch.setattr(sys, "path", [str(work), *sys.path])
+    for name, path, search in (("probe_pkg", package / "__init__.py", [str(package)]),
+                               ("probe_pkg.sub", package / "sub.py", None), ("probe_mod", single, None)):
+        spec = importlib.util.spec_from_file_location(name, path, submodule_search_locations=search)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        monkeypatch.setitem(sys.modules, name, module)
+    readable = landlock.readable()
+    assert str(package) in readable and str(single) in readable
+    secret = str(work / "checkout" / "secret")
+    assert [p for p in readable if secret == p or secret.startswith(p.rstrip("/") + "/")] == []
+
+
 def test_landlock_without_a_writable_directory_allows_no_change_there(tmp_path):
     if landlock.abi() < 1:
         pytest.skip("no Landlock here")

@@ -57,6 +57,35 @@ def test_ray_without_ray_installed_is_refused_in_one_line_that_says_how_to_insta
     assert not out.exists()  # refused before anything is written
 
 
+@pytest.mark.parametrize("value", ["²", "٣", "１"])
+def test_a_per_gpu_of_non_ascii_digits_is_one_line_in_both_commands(value, capsys, no_model_loads, tmp_path):
+    """str.isdigit() holds for '²' (which int() then refused with a traceback) and int() reads '٣' as 3."""
+    from proof.__main__ import main as proof_main
+    for main, argv in ((shortlist_main, ["screen", "--all", "--model", "tiny", "--out", str(tmp_path / "c")]),
+                       (proof_main, ["run", "--preset", "smoke", "--out", str(tmp_path / "p")])):
+        assert main([*argv, "--per-gpu", value]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err == f"error: --per-gpu {value}: give a whole number of jobs per GPU, 1 to 64, or auto"
+    assert list(tmp_path.iterdir()) == []
+
+
+@needs_ray
+@pytest.mark.parametrize("command", [["shortlist", "screen", "--all", "--model", "tiny"],
+                                     ["proof", "run", "--preset", "smoke"]], ids=["catalog", "proof"])
+def test_a_ray_address_where_nothing_answers_is_one_quiet_line_and_writes_nothing(command, tmp_path):
+    """ray.init retries such an address for minutes, printing its log; the command had not returned after 120 s."""
+    out = tmp_path / "out"
+    with socket.socket() as s:  # a port of this machine that nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    done = subprocess.run([sys.executable, "-m", *command, "--out", str(out), "--executor", "ray", "--address",
+                           f"127.0.0.1:{port}"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == (f"error: cannot join a Ray cluster at --address 127.0.0.1:{port}: nothing answers there "
+                           f"(Connection refused) (start one with `ray start --head`)\n")
+    assert not out.exists()
+
+
 def test_placement_flags_go_with_the_catalog_only(capsys, no_model_loads):
     assert shortlist_main(["screen", "--model", "tiny", "--per-gpu", "2"]) == 2
     assert "go with --all or --levels" in capsys.readouterr().err

@@ -127,6 +127,9 @@ def test_resolve_named_profiles_and_overrides(spec, field, value):
     ("qwen3(pass_min=0.95)", "must be below pass_max"),
     ("qwen3(extraction='tags')", "unknown extraction 'tags'"),
     ("qwen3(extraction='regex:(')", "extraction 'regex:('"),
+    (r"qwen3(extraction='regex:(-)?(\\d+)')", "a match can leave its first group unset"),
+    (r"qwen3(extraction='regex:Answer: (\\d+)|(none)')", "a match can leave its first group unset"),
+    (r"qwen3(extraction='regex:(?:x(\\d))*y')", "a match can leave its first group unset"),
     ("qwen3(enable_thinking='no')", "enable_thinking='no': must be bool"),
     ("qwen3(", "cannot read trainee"),
 ])
@@ -227,3 +230,11 @@ def test_a_trainee_file_extends_a_file_beside_it(tmp_path):
     (tmp_path / "mine.json").write_text(json.dumps({"extends": "base.json", "model": "tiny"}))
     t = trainee.resolve(str(tmp_path / "mine.json"))
     assert (t.profile, t.model, t.max_new_tokens) == ("mine", "tiny", 16)
+
+
+def test_an_unset_group_reads_as_no_answer_where_the_pattern_is_only_regexs():
+    """re cannot read \\p{L}, so no check refuses the pattern: a match without group 1 is no answer, not a crash."""
+    t = trainee.resolve(r"qwen3(extraction='regex:\\p{L}(-)?(\\d+)?')")
+    assert t.clean("x-4") == "-" and t.clean("x4") is None and t.clean("nothing") is None
+    required = trainee.resolve(r"qwen3(extraction='regex:(-?\\d+)')")
+    assert required.clean("a 3 b -12") == "-12"

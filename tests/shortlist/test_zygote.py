@@ -496,3 +496,48 @@ def test_the_probes_as_root_as_a_throwaway_user_and_without_namespaces(tmp_path,
     assert probes_ == dict.fromkeys(probes_, 0.0), {k: v for k, v in probes_.items() if v}
     assert got["counts"]["refused"] <= got["counts"]["answers"] and got["counts"]["timeouts"] == 0
     assert got["shm_left"] is False and got["written"] == []
+
+
+@pytest.mark.parametrize("where", ["/", "parent"])
+def test_an_answer_reads_nothing_beside_the_scorers_code_from_any_working_directory(tmp_path, where):
+    """The working directory is a sys.path entry of the scorer ('' made absolute). Run from / or from
+    the checkout's parent, the read rule once granted the folder below it: all of /, or the checkout."""
+    import shortlist
+    package = os.path.dirname(os.path.realpath(shortlist.__file__))
+    secret = os.path.join(os.path.dirname(package), ".read-rule-probe-" + secrets.token_hex(4))
+    with open(secret, "wb") as f:
+        f.write(b"\xff")  # readable by anyone: only the read rule stands between an answer and it
+    os.chmod(secret, 0o644)
+    answer = probes(str(tmp_path), "x", 1, {"read": PRIVATE_PROBE.replace("PRIVATE", repr(secret))})["read"]
+    code = ("import json, sys; from shortlist.scoring import Scorer\n"
+            "with Scorer(workers=1, deadline_s=2.0) as s:\n"
+            "    print(json.dumps([s.score('binary_matrix', [1], [sys.argv[1]]), s.confinement['user']]))")
+    cwd = "/" if where == "/" else os.path.dirname(os.path.dirname(package))
+    try:
+        done = subprocess.run([sys.executable, "-c", code, answer], capture_output=True, text=True, timeout=300,
+                              cwd=cwd, env={"PATH": "/usr/bin:/bin"})
+    finally:
+        os.unlink(secret)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.splitlines()[-1])[0] == [0.0]
+
+
+IMPORT_PROBE = """
+import importlib
+candidates = [m for m in CANDIDATES if m not in sys.modules]
+try:
+    importlib.import_module(candidates[0]); report(1)
+except (ImportError, OSError, IndexError):
+    report(0)"""
+
+
+@pytest.mark.parametrize("candidates", [("colorsys", "wave", "sndhdr"), ("_lsprof", "mmap", "_bisect")],
+                         ids=["python module", "extension module"])
+def test_an_answer_imports_a_standard_module_its_scorer_had_not_loaded(candidates):
+    """As root the answers run as nobody, who cannot enter a 0700 folder above the interpreter (/root
+    under pyenv, a CI's home): an import not made before the fork failed. Where the interpreter lies
+    somewhere nobody may go, that is what this exercises; elsewhere it holds either way."""
+    body = IMPORT_PROBE.replace("CANDIDATES", repr(candidates))
+    answer = probes("/nonexistent", "x", 1, {"import": body})["import"]
+    with Scorer(workers=1, deadline_s=5.0) as scorer:
+        assert scorer.score("binary_matrix", [1], [answer]) == [1.0]
