@@ -53,12 +53,12 @@ def test_the_next_make_removes_what_a_killed_maker_left_and_nothing_else(temp):
 
 
 def test_a_killed_batch_leaves_its_job_scratch_and_a_killed_scorer_owner_its_scratch_for_the_next_run(temp):
-    batch = ("from shortlist import placement\nimport threading\n"
-             "job = placement.Job('sleeper', 'timeit', ('-n', '1', '-r', '1', 'import time; time.sleep(300)'), "
+    batch = ("from shortlist import executors\nimport tempfile, threading\n"
+             "job = executors.Job('sleeper', 'timeit', ('-n', '1', '-r', '1', 'import time; time.sleep(300)'), "
              "files=(('parameters.json', b'{}'),))\n"
-             "threading.Thread(target=placement.Local({}).run, args=([job], '.'), kwargs={'log': lambda line: None}, "
+             "threading.Thread(target=executors.Local({}).run, args=([job], '.'), kwargs={'log': lambda line: None}, "
              "daemon=True).start()\n"
-             "import glob, time\nwhile not glob.glob(placement.tempfile.gettempdir() + '/shortlist-job-*/parameters.json'): "
+             "import glob, time\nwhile not glob.glob(tempfile.gettempdir() + '/shortlist-job-*/parameters.json'): "
              "time.sleep(0.05)")
     left = killed(batch, temp)
     assert len(left) == 1 and left[0].startswith("shortlist-job-")
