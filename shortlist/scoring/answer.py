@@ -9,18 +9,16 @@ import os
 import pickle
 import signal
 import sys
-from typing import TYPE_CHECKING
 
 from shortlist.scoring import isolation, landlock, syscalls
 
-if TYPE_CHECKING:
-    from shortlist.scoring.zygote import Zygote
 
 refused = False  # set by the audit hook while an answer is scored: said in its reply
 
 
 # --- an answer process ------------------------------------------------------------------------------
-def answer_process(zygote: Zygote, job_r: int, reply_w: int, home: str) -> None:
+def answer_process(zygote, job_r: int, reply_w: int, home: str) -> None:
+    """The forked child of `zygote` (zygote.Zygote, which this module does not import: it imports this one)."""
     global refused
     layers = _confine(zygote, job_r, reply_w, home)
     os.write(reply_w, json.dumps(layers).encode())
@@ -49,7 +47,7 @@ def answer_process(zygote: Zygote, job_r: int, reply_w: int, home: str) -> None:
         signal.pause()
 
 
-def _confine(zygote: Zygote, job_r: int, reply_w: int, home: str) -> dict:
+def _confine(zygote, job_r: int, reply_w: int, home: str) -> dict:
     """Every layer, in the order the kernel needs them; returns which took. Where the zygote holds a
     plan, only the layers it names are tried, and the zygote checks that each of them took."""
     plan = zygote.plan or {}
