@@ -328,7 +328,7 @@ def test_a_report_on_predictions_that_hash_right_but_are_not_a_commitment_is_one
     s = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP}}, not_run=["leg_counting"])
     body = json.loads((Path(s.out) / "predictions.json").read_text())
     _recommitted(s.out, edit(body))
-    assert main(["report", "--out", s.out]) == 1
+    assert main(["report", "--out", s.out]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and fragment in err and "\n" not in err, err
     assert not (Path(s.out) / "report.html").exists()
@@ -354,7 +354,7 @@ def test_a_report_on_a_read_only_finished_folder_is_one_line(synthetic):
     files.write_json(Path(s.out) / "lock.json", {"pid": 1})  # a finished run leaves its lock behind
     (Path(s.out) / "lock").touch()
     done = _report_command(s.out, read_only=True)
-    assert done.returncode == 1 and done.stderr.startswith(f"error: cannot write into {s.out}")
+    assert done.returncode == 2 and done.stderr.startswith(f"error: cannot write into {s.out}")
     assert done.stderr.count("\n") == 1, done.stderr
 
 
@@ -367,7 +367,7 @@ def test_a_lock_that_is_no_regular_file_is_one_line_and_never_blocks(synthetic, 
     else:
         (Path(s.out) / name).mkdir()
     done = _report_command(s.out)
-    assert done.returncode == 1 and done.stderr.startswith(f"error: {Path(s.out) / name}: ")
+    assert done.returncode == 2 and done.stderr.startswith(f"error: {Path(s.out) / name}: ")
     assert done.stderr.count("\n") == 1, done.stderr
 
 
@@ -376,6 +376,6 @@ def test_a_lock_that_is_no_regular_file_is_one_line_and_never_blocks(synthetic, 
                          ids=["long name", "newline", "root"])
 def test_a_report_on_an_out_no_run_could_have_is_one_line(out, fragment, capsys):
     from proof.__main__ import main
-    assert main(["report", "--out", out]) == 1
+    assert main(["report", "--out", out]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: --out") and fragment in err and "\n" not in err, err
