@@ -203,11 +203,8 @@ def failure(nb) -> str | None:
 
 def failed(key: str, sha: str, reason: str, notebook: str, where: dict | None = None) -> records.Failure:
     """The result of a family whose notebook failed, with where its job ran."""
-    stamp_ = provenance.stamp()
-    if where is not None:
-        stamp_["device"] = stamp_["device"] | {"placement": where}
     return records.Failure(family=key, slug=sources.parse(key).slug, reason=reason, notebook=notebook,
-                           predictions_sha256=sha, **stamp_)
+                           predictions_sha256=sha, **provenance.stamp(where))
 
 
 def stamp(dest: Path, sha: str | None, settings: Settings) -> None:
@@ -215,7 +212,7 @@ def stamp(dest: Path, sha: str | None, settings: Settings) -> None:
     nb = nbformat.read(dest, as_version=4)
     nb.metadata["shortlist"] = {"predictions_sha256": sha, "model": settings.profile.model,
                                 "trainee": settings.profile.as_dict(), "settings": settings.as_dict(),
-                                **provenance.stamp()}
+                                **provenance.stamp(executors.with_peak(executors.placement_of_this_job()))}
     files.write_text(dest, nbformat.writes(nb))
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from proof import checkpoint, commit, evaluate, fast_grpo, files, records, stats, trl_internals, verify
 from proof.records import Evaluation, FamilyResult
 from proof.settings import Settings
-from shortlist import audit, output, provenance, scoring, sources
+from shortlist import audit, executors, output, provenance, scoring, sources
 from shortlist.generation import compile_cache, engine, sampling
 from shortlist.models import config as models
 from shortlist.sources import Family
@@ -365,4 +365,4 @@ def outcome(settings: Settings, key: str, sha: str, prediction: dict, before: Ev
                         trainee=settings.profile.as_dict(), settings=settings.protocol(), prediction=prediction,
                         before=before, after=after, gain=gain, improved=improved,
                         held=improved == (prediction["prediction"] == "improves"), reward_curve=reward_curve,
-                        **provenance.stamp(), **extra)
+                        **provenance.stamp(executors.with_peak(executors.placement_of_this_job())), **extra)

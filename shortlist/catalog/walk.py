@@ -216,17 +216,18 @@ class _Family:
         return "; ".join(f"{_level(a)}{'' if a == b else '-' + str(b)} {what}" for a, b, what in self.notes)
 
 
-def work(p: Plan, log=print) -> None:
-    """Walk every family of the plan, writing each walk as it goes, until done or out of budget."""
-    _Walker(p, log).run()
+def work(p: Plan, log=print, placement: dict | None = None) -> None:
+    """Walk every family of the plan, writing each walk as it goes, until done or out of budget; a worker's
+    record says where it ran (`placement`: its job's, None in the batch's own process)."""
+    _Walker(p, log, placement).run()
 
 
 class _Walker:
     """One worker's walk over its families: builders build levels ahead, the screener screens them as
     they come, and every step is written at once (a rerun resumes from the walk files)."""
 
-    def __init__(self, p: Plan, log):
-        self.p, self.log, self.started = p, log, time.perf_counter()
+    def __init__(self, p: Plan, log, placement: dict | None = None):
+        self.p, self.log, self.started, self.placement = p, log, time.perf_counter(), placement
         self.walks = {name: _Family(p, name) for name in p.families}
         self.builders = Builders(p.builders or 0, p.first_seed, p.tasks, p.source)
         self.screener, self.counts = Screener(p), {"screened": 0, "kept": 0, "finished": 0}
@@ -244,7 +245,7 @@ class _Walker:
         finally:
             self.builders.close()
             record = {"run": self.p.run, "label": self.p.label,
-                      "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"), "placement": executors.here(), "families": len(self.walks), "builders": self.p.builders or 0,
+                      "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"), "placement": executors.with_peak(self.placement), "families": len(self.walks), "builders": self.p.builders or 0,
                       **self.counts, **self.screener.record(), "seconds": round(time.perf_counter() - self.started, 1)}
             self.screener.close()
             output.write_json(Path(self.p.out) / "workers" / f"{self.p.label.replace(' ', '')}.json", record)
@@ -326,7 +327,7 @@ def main(job: str, out: str | None = None) -> int:
     p = Plan(**output.read_json(Path(job)))
     p = p.replace(out=out) if out else p
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stopped: builders killed, the walks as written
-    work(p, log=lambda line: print(line, file=sys.stderr, flush=True))
+    work(p, log=lambda line: print(line, file=sys.stderr, flush=True), placement=executors.placement_of_this_job())
     return 0
 
 

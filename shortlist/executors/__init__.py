@@ -9,7 +9,7 @@ busy, and hands each job's end to the caller as it comes, in the caller's thread
   one job at a time. `auto` decides once, at the start: on each GPU, as many jobs as its free
   memory holds at (per-job peak + CONTEXT_GIB), never fewer than 1; the peak is the one declared
   (--job-gib) or else the largest that an earlier job into the same output folder recorded (each job
-  records what torch reserved at most: here()); with neither, 1 per GPU.
+  records what torch reserved at most: with_peak()); with neither, 1 per GPU.
 - **ray**: each job a Ray task on an existing cluster, asking for num_gpus=1/per_gpu and no CPU
   (the GPU is what jobs share, as with local), or, on a cluster of CPUs, num_cpus=C and no GPU
   (--cpus-per-job C). The worker runs the job in a folder of its own: what the job reads is shipped
@@ -31,7 +31,8 @@ process), kill (a job's process tree), signals, lock. A third executor is one mo
 and ray_cluster, a subclass of Executor, started by Placement.start().
 """
 from shortlist.executors.errors import PlacementError
-from shortlist.executors.jobs import OUT, PER_GPU, SCRATCH, WHERE, Job, Ran, describe, here, launcher
+from shortlist.executors.jobs import (OUT, PLACEMENT, SCRATCH, Job, Ran, describe, launcher, placement_of_this_job,
+                                      with_peak)
 from shortlist.executors.kill import descendants, stop
 from shortlist.executors.local import Local, visible_gpus
 from shortlist.executors.lock import HOLDER, LOCK, Busy, one_run
@@ -40,6 +41,7 @@ from shortlist.executors.protocol import Executor
 from shortlist.executors.signals import Stopped, exit, stop_on_signals
 from shortlist.executors.sizing import auto
 
-__all__ = ["HOLDER", "LOCK", "OUT", "PER_GPU", "SCRATCH", "WHERE", "Busy", "Executor", "Job", "Local", "Placement", "PlacementError",
-           "Ran", "Stopped", "add_arguments", "auto", "describe", "descendants", "exit", "from_args", "here",
-           "launcher", "one_run", "stop", "stop_on_signals", "visible_gpus"]
+__all__ = ["HOLDER", "LOCK", "OUT", "PLACEMENT", "SCRATCH", "Busy", "Executor", "Job", "Local", "Placement", "PlacementError",
+           "Ran", "Stopped", "add_arguments", "auto", "describe", "descendants", "exit", "from_args",
+           "launcher", "one_run", "placement_of_this_job", "stop", "stop_on_signals", "visible_gpus",
+           "with_peak"]

@@ -10,7 +10,9 @@ import sys
 from dataclasses import dataclass
 
 OUT, SCRATCH = "{out}", "{job}"  # in a job's arguments: the output folder it writes, its own scratch folder
-WHERE, PER_GPU = "SHORTLIST_PLACEMENT", "SHORTLIST_PER_GPU"  # a job's environment: where it runs; jobs on its GPU
+# a job's environment, set by its executor for the job's whole process tree: where it runs, as JSON (the
+# Ran.where dict, per_gpu included); read only by placement_of_this_job()
+PLACEMENT = "SHORTLIST_PLACEMENT"
 
 
 @dataclass(frozen=True)
@@ -40,18 +42,24 @@ class Ran:
     job: Job
     rc: int | None  # None: it never exited by itself (its Ray worker or node was lost)
     why: str | None  # one line when it did not end with status 0
-    where: dict  # executor, slot, slots, gpu, per_gpu, node: what a record of it keeps (here())
+    where: dict  # executor, slot, slots, gpu, per_gpu, node: what a record of it keeps (with_peak())
     seconds: float = 0.0
 
 
-def here() -> dict | None:
-    """Where this process's job runs, as its executor placed it (None outside a job), with the most
-    GPU memory torch's allocator has reserved in it so far (what `--per-gpu auto` sizes from)."""
-    where = json.loads(os.environ.get(WHERE) or "null")
+def placement_of_this_job() -> dict | None:
+    """Where the executor placed this process's job (executor, node, slot, slots, gpu, per_gpu), None
+    outside a job: read from the environment its executor set for the job's process tree. A process reads
+    it once and passes it on as an argument."""
+    return json.loads(os.environ.get(PLACEMENT) or "null")
+
+
+def with_peak(where: dict | None) -> dict | None:
+    """`where` as a record of the job keeps it: with the most GPU memory torch's allocator has reserved in
+    this process so far (peak_gib, what `--per-gpu auto` sizes from; none without CUDA in use)."""
     torch = sys.modules.get("torch")
     if where is not None and torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
-        where["peak_gib"] = round(max(torch.cuda.max_memory_reserved(i)
-                                      for i in range(torch.cuda.device_count())) / 2 ** 30, 3)
+        where = where | {"peak_gib": round(max(torch.cuda.max_memory_reserved(i)
+                                               for i in range(torch.cuda.device_count())) / 2 ** 30, 3)}
     return where
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import sys
 
-from shortlist.executors.jobs import PER_GPU
+from shortlist.executors.jobs import placement_of_this_job
 
 
 def main(argv: list[str]) -> None:
@@ -28,15 +28,15 @@ def main(argv: list[str]) -> None:
     if parent is not None and os.getppid() != parent:
         os._exit(1)
     if gpu:
-        cap_memory()
+        cap_memory((placement_of_this_job() or {}).get("per_gpu") or 1)
     sys.argv = [argv[1], *argv[2:]]
     runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
 
 
-def cap_memory() -> None:
-    """Jobs sharing a GPU each keep to their share of its memory: sampling sizes its batches within
-    it (sampling.available_memory), and a job that needs more fails alone, not its neighbours."""
-    share = int(os.environ.get(PER_GPU) or 1)
+def cap_memory(share: int) -> None:
+    """Jobs sharing a GPU (`share` of them: the placement's per_gpu) each keep to their share of its memory:
+    sampling sizes its batches within it (sampling.available_memory), and a job that needs more fails
+    alone, not its neighbours."""
     if share <= 1:
         return
     import torch

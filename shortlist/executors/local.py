@@ -12,7 +12,7 @@ from pathlib import Path
 
 from shortlist import leftovers
 from shortlist import mps as mps_
-from shortlist.executors.jobs import PER_GPU, WHERE, Job, Ran, command, describe
+from shortlist.executors.jobs import PLACEMENT, Job, Ran, command, describe
 from shortlist.executors.kill import stop
 from shortlist.executors.protocol import Executor
 
@@ -85,9 +85,9 @@ class Local(Executor):
         scratch = Path(leftovers.make("shortlist-job-"))  # a batch killed -9 leaves it: the next run removes it
         for name, data in job.files:
             (scratch / name).write_bytes(data)  # the job's own scratch, not the output folder
-        env = dict(os.environ, PYTHONUNBUFFERED="1", **{WHERE: json.dumps(where)})
+        env = dict(os.environ, PYTHONUNBUFFERED="1", **{PLACEMENT: json.dumps(where)})
         if gpu is not None:
-            env |= {"CUDA_VISIBLE_DEVICES": gpu, PER_GPU: str(n), **(self.mps.env() if self.mps else {})}
+            env |= {"CUDA_VISIBLE_DEVICES": gpu, **(self.mps.env() if self.mps else {})}
         log(f"{job.name}: started{describe(where)}")
         proc = subprocess.Popen(command(job, Path(out), scratch, os.getpid()), env=env, stdin=subprocess.DEVNULL,
                                 start_new_session=True)  # a terminal's Ctrl-C reaches the batch, which stops it

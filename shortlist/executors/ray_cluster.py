@@ -21,7 +21,7 @@ from typing import Iterable
 from shortlist import output
 from shortlist.errors import one_line
 from shortlist.executors.errors import PlacementError, needs_ray
-from shortlist.executors.jobs import PER_GPU, WHERE, Job, Ran, command, describe
+from shortlist.executors.jobs import PLACEMENT, Job, Ran, command, describe
 from shortlist.executors.kill import stop
 from shortlist.executors.protocol import Executor
 
@@ -290,7 +290,7 @@ def _remote_job(job: Job, shipped: dict, cache_key: str, per_gpu: int | None, en
                  "per_gpu": per_gpu if gpus else None}
         yield ("started", where)
         child_env = {k: v for k, v in os.environ.items() if k not in env} | {k: v for k, v in env.items() if v}
-        child_env |= {WHERE: json.dumps(where), PER_GPU: str(per_gpu or 1), "PYTHONUNBUFFERED": "1"}
+        child_env |= {PLACEMENT: json.dumps(where), "PYTHONUNBUFFERED": "1"}
         watch = _Watch(out, job)  # before the job starts: what it writes is new to the watch
         proc = subprocess.Popen(command(job, out, scratch, os.getpid()), env=child_env, stdin=subprocess.DEVNULL,
                                 start_new_session=True)

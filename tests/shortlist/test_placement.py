@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from shortlist import executors, output
+from shortlist import executors, output, provenance
 from shortlist.__main__ import main as shortlist_main
 
 RAY = importlib.util.find_spec("ray") is not None
@@ -130,7 +130,7 @@ def test_jobs_fill_every_slot_of_every_gpu_each_seeing_only_its_own(jobs):
     for r in ran:
         s = seen[r.job.name]["seen"]
         assert r.rc == 0 and r.why is None and json.loads(s["SHORTLIST_PLACEMENT"]) == r.where
-        assert s["CUDA_VISIBLE_DEVICES"] == r.where["gpu"] and s["SHORTLIST_PER_GPU"] == str(r.where["per_gpu"])
+        assert s["CUDA_VISIBLE_DEVICES"] == r.where["gpu"] and s["SHORTLIST_PER_GPU"] is None  # one variable: the placement
         assert r.where["per_gpu"] == {"0": 2, "1": 1}[r.where["gpu"]] and r.where["slots"] == 3
     # a queue, not a split: the first three take the three slots (slot 1 of every GPU first)
     first = sorted(ran, key=lambda r: seen[r.job.name]["started"])[:3]
@@ -254,10 +254,13 @@ def test_auto_fits_jobs_in_each_gpus_free_memory_at_the_per_job_peak(monkeypatch
 
 
 def test_a_job_records_where_it_ran(monkeypatch):
-    monkeypatch.setenv(executors.WHERE, json.dumps({"executor": "local", "slot": 2, "gpu": "0", "per_gpu": 2}))
-    assert executors.here() == {"executor": "local", "slot": 2, "gpu": "0", "per_gpu": 2}  # no CUDA: no peak
-    monkeypatch.delenv(executors.WHERE)
-    assert executors.here() is None
+    monkeypatch.setenv(executors.PLACEMENT, json.dumps({"executor": "local", "slot": 2, "gpu": "0", "per_gpu": 2}))
+    where = executors.placement_of_this_job()
+    assert where == {"executor": "local", "slot": 2, "gpu": "0", "per_gpu": 2}
+    assert executors.with_peak(where) == where  # no CUDA: no peak
+    assert provenance.device(where)["placement"] == where and provenance.device()["placement"] is None
+    monkeypatch.delenv(executors.PLACEMENT)
+    assert executors.placement_of_this_job() is None and executors.with_peak(None) is None
 
 
 # --- one run per output folder ------------------------------------------------------------------------
