@@ -79,7 +79,7 @@ class Bookkeeping:
     """What a family's run has spent so far, across the processes that ran parts of it."""
     scoring: dict = field(default_factory=dict)  # ScoreCounts fields, summed
     timings: dict = field(default_factory=dict)
-    engine: dict = field(default_factory=dict)  # phase -> engine.status() of the process that ran it
+    engine: dict = field(default_factory=dict)  # phase -> the status() of its own engine.phase() record
     resumed_at_step: int | None = None
     trainer: str = ""  # "fast", or TRL's own and why
 
@@ -281,10 +281,11 @@ def evaluate_before(run: Run, log=print) -> Evaluation:
         run.books.scoring = _plus(run.books.scoring, stored["scoring"])
         run.books.engine["before"] = stored["engine"]
     else:
-        started, counts, mark = time.perf_counter(), _counts(run.scorer, run.family.key), engine.mark()
-        run.before = evaluate.evaluate(run.sampler(), run.scorer, run.family, run.tasks["eval"])
+        started, counts = time.perf_counter(), _counts(run.scorer, run.family.key)
+        with engine.phase() as phase:
+            run.before = evaluate.evaluate(run.sampler(), run.scorer, run.family, run.tasks["eval"])
         seconds, spent = time.perf_counter() - started, _plus(_counts(run.scorer, run.family.key), counts, -1)
-        run.books.timings["eval_before_s"], run.books.engine["before"] = seconds, engine.status(since=mark)
+        run.books.timings["eval_before_s"], run.books.engine["before"] = seconds, phase.status()
         run.books.scoring = _plus(run.books.scoring, spent)
         files.write_json(path, {"predictions_sha256": run.sha, "evaluation": run.before.as_dict(), "seconds": seconds,
                                 "scoring": spent, "engine": run.books.engine["before"]})
@@ -298,10 +299,10 @@ def train_family(run: Run, log=print) -> list[dict]:
     if run.done:
         return list(run.done.reward_curve)
     sampling.release(run.loaded.model)  # the evaluation's cache: memory training needs on a T4
-    mark = engine.mark()
-    run.trained, run.history = train(run.loaded, run.settings, run.family, run.tasks["train"], run.scorer,
-                                     str(run.work / "checkpoints"), run.books, log)
-    run.books.engine["train"] = engine.status(since=mark) | {"trainer": run.books.trainer}
+    with engine.phase() as phase:
+        run.trained, run.history = train(run.loaded, run.settings, run.family, run.tasks["train"], run.scorer,
+                                         str(run.work / "checkpoints"), run.books, log)
+    run.books.engine["train"] = phase.status() | {"trainer": run.books.trainer}
     # the base model PEFT wrapped is not used again (with fast on, the trained model is another copy:
     # ~2.2 GB at 0.6B in fp32); dropping it lets release() give its memory back before evaluation
     run.loaded.model = run.trained
@@ -312,11 +313,12 @@ def train_family(run: Run, log=print) -> list[dict]:
 def evaluate_after(run: Run, log=print) -> Evaluation:
     if run.done:
         return run.done.after
-    started, counts, mark = time.perf_counter(), _counts(run.scorer, run.family.key), engine.mark()
-    run.after = evaluate.evaluate(run.sampler(run.trained), run.scorer, run.family, run.tasks["eval"])
+    started, counts = time.perf_counter(), _counts(run.scorer, run.family.key)
+    with engine.phase() as phase:
+        run.after = evaluate.evaluate(run.sampler(run.trained), run.scorer, run.family, run.tasks["eval"])
     run.books.timings["eval_after_s"] = time.perf_counter() - started
     run.books.scoring = _plus(run.books.scoring, _plus(_counts(run.scorer, run.family.key), counts, -1))
-    run.books.engine["after"] = engine.status(since=mark)
+    run.books.engine["after"] = phase.status()
     log(f"{run.family.key}: after training, accuracy {run.after.accuracy:.3f}, mean score {run.after.mean_score:.3f}")
     return run.after
 

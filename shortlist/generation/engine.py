@@ -12,8 +12,9 @@ it is right only where it was checked: under transformers 5.17 it decoded 'The--
   that too, is fp32 rounding, recorded and counted; any other difference, or near-ties in more than
   MAX_TIED_SHARE of the rows, makes it say so in one line, and the process uses generate() from
   then on.
-status() says which engine ran and why; predictions.json, each family result and the report
-record it.
+status() says which engine ran and why: over the whole process, or over one phase (phase() yields a
+Record that counts only what is asked while it is open: an evaluation, a training); predictions.json,
+each family result and the report record it.
 
 Why TIE_RELATIVE = 2**-12. Two correct fp32 forwards of the same tokens differ only in the order of
 their sums (cuBLAS tiles and split-K, fused or compiled norms, attention kernels, a static vs a
@@ -38,6 +39,7 @@ import sys
 import time
 import weakref
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 import torch
 import transformers
@@ -56,8 +58,38 @@ STOP_CHECK_EVERY = 16  # decode steps between looks at whether every row has fin
 # Processors that read only the scores of the current step: a static loop can apply them as they are
 _STEP_ONLY = ("TemperatureLogitsWarper", "TopKLogitsWarper", "TopPLogitsWarper", "MinPLogitsWarper")
 
-_checked: "weakref.WeakSet" = weakref.WeakSet()  # models whose check passed in this process
-_state = {"fallback": None, "checks": [], "requested": 0, "served": 0}
+
+@dataclass
+class Record:
+    """What the fast engine was asked and did over a stretch of a process: the whole process, or one phase."""
+    requested: int = 0  # static-cache requests
+    served: int = 0  # of them, those the static engine decoded
+    checks: list = field(default_factory=list)  # the self-checks made meanwhile
+
+    def status(self) -> dict:
+        """Which engine served these requests, and why; the self-checks made meanwhile."""
+        if not self.requested:
+            why = "fast off: nothing asked for the static engine"
+        else:
+            why = gate() or (None if self.served else "a logits processor the static loop cannot run")
+        return {"engine": "generate" if why else "static", "why": why, "transformers": transformers.__version__,
+                "checks": list(self.checks)}
+
+
+@dataclass
+class _Process:
+    """What holds for the whole process: the models whose check passed, the fallback once taken (why),
+    the process's record, and the phases open now (each request counts in them and in the process's)."""
+    checked: weakref.WeakSet = field(default_factory=weakref.WeakSet)
+    fallback: str | None = None
+    record: Record = field(default_factory=Record)
+    phases: list = field(default_factory=list)
+
+    def records(self) -> list[Record]:
+        return [self.record, *self.phases]
+
+
+_this = _Process()
 
 
 @contextmanager
@@ -77,7 +109,7 @@ def gate() -> str | None:
     if transformers.__version__ not in VERIFIED:
         return (f"transformers {transformers.__version__} is not one the fast engine was verified on "
                 f"({', '.join(VERIFIED)})")
-    return _state["fallback"]
+    return _this.fallback
 
 
 def usable(model) -> str | None:
@@ -85,41 +117,41 @@ def usable(model) -> str | None:
     return gate() or hf_internals.check(model)
 
 
-def mark() -> dict:
-    """Where this process's engine record stands now: status(since=mark()) covers only what comes after."""
-    return {"checks": len(_state["checks"]), "requested": _state["requested"], "served": _state["served"]}
+@contextmanager
+def phase():
+    """A phase's own Record (an evaluation, a training): it counts only the requests made while it is open."""
+    record = Record()
+    _this.phases.append(record)
+    try:
+        yield record
+    finally:
+        _this.phases.remove(record)
 
 
-def status(since: dict | None = None) -> dict:
-    """Which engine served this process's static-cache requests (since a mark(): one phase's), and why;
-    the self-checks made meanwhile. A fallback, once taken, holds for the rest of the process."""
-    since = since or {"checks": 0, "requested": 0, "served": 0}
-    requested, served = _state["requested"] - since["requested"], _state["served"] - since["served"]
-    if not requested:
-        why = "fast off: nothing asked for the static engine"
-    else:
-        why = gate() or (None if served else "a logits processor the static loop cannot run")
-    engine = "generate" if why else "static"
-    return {"engine": engine, "why": why, "transformers": transformers.__version__,
-            "checks": list(_state["checks"][since["checks"]:])}
+def status() -> dict:
+    """Which engine served this process's static-cache requests, and why; the self-checks it made. A
+    fallback, once taken, holds for the rest of the process."""
+    return _this.record.status()
 
 
 def reset() -> None:
     """Forget every check and fallback (tests; a new process starts this way)."""
-    _checked.clear()
-    _state.update(fallback=None, checks=[], requested=0, served=0)
+    global _this
+    _this = _Process()
 
 
 def serve(model, ids: torch.Tensor, mask: torch.Tensor, config, eos: list[int]) -> list[list[int]] | None:
     """Completion ids from the fast engine, or None where generate() must serve this batch."""
-    _state["requested"] += 1
+    for record in _this.records():
+        record.requested += 1
     if usable(model):
         return None
-    if model not in _checked and not self_check(model, ids, mask, config, eos):
+    if model not in _this.checked and not self_check(model, ids, mask, config, eos):
         return None
     decoded = decode_static(model, ids, mask, config, eos)
     if decoded is not None:
-        _state["served"] += 1
+        for record in _this.records():
+            record.served += 1
     return decoded
 
 
@@ -144,12 +176,13 @@ def self_check(model, ids, mask, config, eos) -> bool:
     findings, why = compare(ours, theirs, _lists(ours_tops), _lists(theirs_tops.tops))
     record = {"model": type(model).__name__, "tokens": steps, **findings,
               "seconds": round(time.perf_counter() - started, 3)}
-    _state["checks"].append(record)
+    for kept in _this.records():
+        kept.checks.append(record)
     if why:
-        _state["fallback"] = why
+        _this.fallback = why
         print(f"shortlist: {why}; using generate() for the rest of this process", file=sys.stderr, flush=True)
         return False
-    _checked.add(model)
+    _this.checked.add(model)
     return True
 
 
