@@ -77,7 +77,7 @@ def _confine(zygote, job_r: int, reply_w: int, home: str) -> dict:
     rules = landlock.ruleset(zygote.readable, home, writable=mounted)  # while it may still open every path
     if zygote.root:  # nobody may not reach the interpreter's folders: imports go through descriptors opened here
         isolation.reroute()
-    layers["user"] = isolation.drop_privileges(zygote.root)
+    layers["user"] = isolation.drop_privileges(zygote.root, zygote.last_cap)
     layers["capabilities"] = isolation.capabilities()
     layers["dumpable"] = not isolation.not_dumpable()
     isolation.die_with_parent()  # after the uid change, which clears it

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import functools
 import os
 
 # facilities no scoring process uses: new programs, the network, devices, other processes'
@@ -41,7 +42,11 @@ ANSWER = KERNEL + ("mount", "memfd_create", "fork", "vfork", "kill", "tkill", "t
 _CLONE_THREAD = 0x10000
 _PR_SET_DUMPABLE, _PR_SET_PTRACER, _PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP = 4, 0x59616D61, 38, 22
 _SECCOMP_MODE_FILTER = 2
-_libc = ctypes.CDLL(None, use_errno=True)
+
+
+@functools.cache
+def _libc():
+    return ctypes.CDLL(None, use_errno=True)
 
 
 class _SockFprog(ctypes.Structure):
@@ -99,6 +104,6 @@ def load(program: bytes | None) -> bool:
         return False
     buffer = ctypes.create_string_buffer(program, len(program))
     fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))  # 8 bytes per instruction
-    if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+    if _libc().prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         return False
-    return _libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) == 0
+    return _libc().prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) == 0

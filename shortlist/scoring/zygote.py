@@ -104,6 +104,7 @@ class Zygote:
         os.environ.update(ENVIRONMENT)
         self.pids = isolation.PidNamespaces(wanted=plan is None or plan["process_tree"] == "pid_namespace")
         self.root = isolation.real_root()
+        self.last_cap = isolation.last_cap()  # read here, from /proc: its answer processes drop 0 to it
         isolation.not_dumpable()
         isolation.no_new_privs()
         self.layers = {"seccomp_zygote": syscalls.load(syscalls.build(syscalls.KERNEL))}

@@ -208,7 +208,7 @@ def test_a_scratch_tmpfs_bounds_what_is_written_beneath_it_and_leaves_nothing(tm
 @pytest.mark.skipif(os.geteuid() != 0, reason="dropping to nobody needs root")
 def test_dropped_privileges_bind_the_process_limit_and_leave_no_capability():
     def body():
-        who = isolation.drop_privileges(isolation.real_root())
+        who = isolation.drop_privileges(isolation.real_root(), isolation.last_cap())
         isolation.limit({"NPROC": 0})
         return {"who": who, "caps": isolation.capabilities(), "fork": attempt(os.fork)}
     assert in_child(body) == {"who": "65534:65534", "caps": 0, "fork": "BlockingIOError"}
