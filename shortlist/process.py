@@ -1,9 +1,15 @@
-"""A process's tie to its parent (prctl PR_SET_PDEATHSIG): jobs and the scorer's servers die with theirs."""
+"""A process's ties: to its parent (prctl PR_SET_PDEATHSIG: jobs and the scorer's servers die with
+theirs), and to what it must close when it exits (close_at_exit: Scorers, the task builder)."""
 from __future__ import annotations
 
+import atexit
 import ctypes
+import functools
+import itertools
 import os
 import signal
+import traceback
+import weakref
 
 _PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True)  # the program's own symbols: loaded before any sandbox closes
@@ -14,3 +20,30 @@ def die_with_parent(parent: int | None = None) -> bool:
     PID namespace sees no parent (getppid() is 0): its namespace's death is the check there."""
     took = _libc.prctl(_PR_SET_PDEATHSIG, ctypes.c_ulong(signal.SIGKILL), 0, 0, 0) == 0
     return took and (parent is None or os.getpid() == 1 or os.getppid() == parent)
+
+
+
+_live: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # a resource still open -> (order, its closer)
+_order = itertools.count()
+
+
+def close_at_exit(resource, close=None) -> None:
+    """Close `resource` when this process exits (close(resource), or resource.close()), unless it was
+    collected before: resources are held weakly, by one atexit hook registered once for them all."""
+    _hook()
+    _live[resource] = (next(_order), close)
+
+
+@functools.cache
+def _hook() -> None:
+    atexit.register(_close_live)
+
+
+def _close_live() -> None:
+    """Every resource still alive, the latest first (as one atexit hook each would have run); one that
+    fails to close is reported and the others still close."""
+    for resource, (_, close) in sorted(_live.items(), key=lambda item: item[1][0], reverse=True):
+        try:
+            close(resource) if close is not None else resource.close()
+        except Exception:  # noqa: BLE001  what atexit does with a failing hook: report it, run the rest
+            traceback.print_exc()

@@ -11,7 +11,6 @@ reward itself misbehaved.
 """
 from __future__ import annotations
 
-import atexit
 import itertools
 import json
 import math
@@ -25,7 +24,7 @@ from collections import OrderedDict
 from dataclasses import asdict, dataclass
 from multiprocessing.connection import Connection
 
-from shortlist import defaults, leftovers, sources
+from shortlist import defaults, leftovers, process, sources
 from shortlist.sources import Family
 from shortlist.sources import source as source_
 
@@ -193,7 +192,7 @@ class Scorer:
         self._server: _Server | None = _Server(self._scratch, Limits(memory_mb, CPU_SECONDS, workers))  # starts now,
         self._confinement: dict | None = None  # while the caller goes on (loads its model)
         self._owner = os.getpid()  # a forked child's exit must not close the parent's server
-        atexit.register(self.close)
+        process.close_at_exit(self)
 
     @property
     def confinement(self) -> dict:

@@ -11,7 +11,6 @@ started on first use, JSON lines in and out. Any source's tasks are built this w
 """
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import signal
@@ -19,6 +18,7 @@ import subprocess
 import sys
 import threading
 
+from shortlist import process
 from shortlist.errors import one_line
 from shortlist.sources import source as source_
 
@@ -75,14 +75,15 @@ def _start() -> subprocess.Popen:
                                    text=True, encoding="utf-8",
                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                    env={**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": path})
-        atexit.register(_stop)
+        process.close_at_exit(_helper, _stop)
     return _helper
 
 
-def _stop() -> None:
-    if _helper is not None and _helper.poll() is None:
-        _helper.stdin.close()
-        _helper.wait(10)
+def _stop(helper: subprocess.Popen) -> None:
+    """The helper ends once its stdin closes (main())."""
+    if helper.poll() is None:
+        helper.stdin.close()
+        helper.wait(10)
 
 
 def main() -> None:

@@ -154,3 +154,24 @@ def test_a_forked_child_that_closes_the_scorer_leaves_the_parents_alone():
             os._exit(0)
         os.waitpid(pid, 0)
         assert os.path.isdir(s._scratch) and s.score("leg_counting", [1], [answer]) == [1.0]
+
+
+EXITING = '''
+import atexit, json, sys
+from shortlist.scoring import Scorer
+kept = [Scorer(workers=1)]  # the first registers the exit hook
+hooks = atexit._ncallbacks()
+kept += [Scorer(workers=1) for _ in range(3)]
+kept[1].close()
+json.dump({"added_hooks": atexit._ncallbacks() - hooks, "scratch": [s._scratch for s in kept]}, sys.stdout)
+'''
+
+
+def test_many_scorers_share_one_exit_hook_which_closes_those_left_open(tmp_path):
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-c", EXITING], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["added_hooks"] == 0 and len(seen["scratch"]) == 4  # one hook for every Scorer, not one each
+    assert not any(os.path.exists(path) for path in seen["scratch"])  # the three left open were closed at exit
