@@ -166,7 +166,7 @@ class FamilyResult:
 
 
 @dataclass(frozen=True)
-class Failure:
+class NotebookFailure:
     """A family whose notebook failed: why, and where its executed notebook keeps the traceback."""
     family: str
     slug: str
@@ -187,7 +187,7 @@ class Failure:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, record: dict) -> "Failure":
+    def from_dict(cls, record: dict) -> "NotebookFailure":
         return cls(**_fields(cls, record, skip=("status", "schema")),
                    status=record.get("status"), schema=record.get("schema"))
 
@@ -200,13 +200,13 @@ class Corrupt:
     status: str = "corrupt"
 
 
-def write(path: Path, record: FamilyResult | Failure) -> None:
+def write(path: Path, record: FamilyResult | NotebookFailure) -> None:
     from proof import files
     type(record).from_dict(json.loads(json.dumps(record.as_dict())))  # what is written reads back as itself
     files.write_json(path, record.as_dict())
 
 
-def read(path: Path, sha: str | None = None) -> FamilyResult | Failure | Corrupt | None:
+def read(path: Path, sha: str | None = None) -> FamilyResult | NotebookFailure | Corrupt | None:
     """The record in path; None if there is none or it was made against other predictions."""
     path = Path(path)
     if not path.exists():
@@ -218,7 +218,7 @@ def read(path: Path, sha: str | None = None) -> FamilyResult | Failure | Corrupt
         return Corrupt(str(path), f"unreadable: {one_line(e)}")
     if sha is not None and record.get("predictions_sha256") != sha:
         return None
-    kind = {"done": FamilyResult, "failed": Failure}.get(record.get("status"))
+    kind = {"done": FamilyResult, "failed": NotebookFailure}.get(record.get("status"))
     if kind is None:
         return Corrupt(str(path), f"unknown status {record.get('status')!r}")
     if record.get("schema") not in READABLE:

@@ -201,9 +201,9 @@ def failure(nb) -> str | None:
     return None
 
 
-def failed(key: str, sha: str, reason: str, notebook: str, where: dict | None = None) -> records.Failure:
+def failed(key: str, sha: str, reason: str, notebook: str, where: dict | None = None) -> records.NotebookFailure:
     """The result of a family whose notebook failed, with where its job ran."""
-    return records.Failure(family=key, slug=sources.parse(key).slug, reason=reason, notebook=notebook,
+    return records.NotebookFailure(family=key, slug=sources.parse(key).slug, reason=reason, notebook=notebook,
                            predictions_sha256=sha, **provenance.stamp(where))
 
 

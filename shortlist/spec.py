@@ -14,7 +14,7 @@ class SpecError(OneLine, ValueError):
     """A spec that cannot be read; the message is one line."""
 
 
-def call(text: str, what: str = "spec") -> tuple[str, dict]:
+def parse_call(text: str, what: str = "spec") -> tuple[str, dict]:
     """('name', {overrides}) from `name` or `name(key=value, ...)`; tuples become lists (JSON's kind)."""
     text = text.strip()
     try:
@@ -62,7 +62,7 @@ def split(text: str) -> list[str]:
 
 
 def render(name: str, config: dict) -> str:
-    """The canonical spelling: call(render(n, c)) == (n, c), keys sorted."""
+    """The canonical spelling: parse_call(render(n, c)) == (n, c), keys sorted."""
     if not config:
         return name
     return f"{name}({', '.join(f'{k}={config[k]!r}' for k in sorted(config))})"

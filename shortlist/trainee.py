@@ -381,7 +381,7 @@ def _resolve(trainee: "str | Trainee | dict", chain: tuple) -> Trainee:
     if text.endswith(".json") or _is_file(text):
         return _from_file(Path(text), chain)
     try:
-        name, overrides = spec.call(text, "trainee")
+        name, overrides = spec.parse_call(text, "trainee")
     except spec.SpecError as e:
         raise TraineeError(str(e)) from None
     if name not in PROFILES:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from proof import analysis, commit, evidence, files, records, rules, verify
-from proof.records import Corrupt, FamilyResult, Failure
+from proof.records import Corrupt, FamilyResult, NotebookFailure
 from shortlist import sources
 from shortlist.trainee import Trainee
 
@@ -21,7 +21,7 @@ class Report:
     out: Path
     body: dict  # predictions.json
     sha: str
-    results: dict  # family key -> FamilyResult | Failure | Corrupt; families not run are absent
+    results: dict  # family key -> FamilyResult | NotebookFailure | Corrupt; families not run are absent
     analyses: dict  # family key -> analysis.FamilyAnalysis of its finished result
     across: analysis.Across  # of the finished families
     trainee: Trainee  # the committed trainee, read once
@@ -76,4 +76,4 @@ def status(report: Report, key: str) -> str:
         return "not run"
     if isinstance(result, FamilyResult):
         return "done"
-    return f"failed: {result.reason}" if isinstance(result, Failure) else f"corrupt result: {result.reason}"
+    return f"failed: {result.reason}" if isinstance(result, NotebookFailure) else f"corrupt result: {result.reason}"

@@ -62,7 +62,7 @@ class Row:
 
 
 @dataclass(frozen=True)
-class Failure:
+class LevelFailure:
     """A family x level that could not be built or screened, and why, in one line."""
     family: str
     level: int | None
@@ -100,7 +100,7 @@ class Walk:
     @classmethod
     def from_dict(cls, d: dict) -> "Walk":
         return cls(d["family"], d["identity"], tuple(Row.from_dict(r) for r in d["rows"]),
-                   tuple(Failure(**f) for f in d["failures"]), d["next"], d["done"])
+                   tuple(LevelFailure(**f) for f in d["failures"]), d["next"], d["done"])
 
 
 @dataclass(frozen=True)

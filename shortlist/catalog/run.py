@@ -52,7 +52,7 @@ def plan(trainee: Trainee, names=None, source: str = source_.DEFAULT, **settings
         names = spec.split(names)
     checked = []
     for text in names:
-        name, config = spec.call(text, "family")
+        name, config = spec.parse_call(text, "family")
         if config:
             raise CatalogError(f"{text.strip()}: the catalog takes the config from {name}'s levels; give the name alone")
         checked.append(levels_.check_name(name, source))

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from shortlist import executors, output, sources
 from shortlist.catalog import files
-from shortlist.catalog.records import Failure, Plan, Row, Walk
+from shortlist.catalog.records import LevelFailure, Plan, Row, Walk
 from shortlist.errors import one_line
 from shortlist.sources import levels as levels_
 
@@ -161,7 +161,7 @@ class Screener:
     def __init__(self, p: Plan):
         self.p, self.loaded, self.sampler, self.scorer = p, None, None, None
 
-    def screen(self, b: Built) -> Row | Failure:
+    def screen(self, b: Built) -> Row | LevelFailure:
         from shortlist import screening, scoring
         from shortlist.generation import compile_cache, sampling
         from shortlist.models import config as models
@@ -178,7 +178,7 @@ class Screener:
                                               models.positions(self.loaded.model.config))
             s = screening.screen_tasks(self.sampler, self.scorer, b.built, b.tasks, self.p.seed)
         except Exception as e:  # noqa: BLE001  a prompt longer than the model holds, a scorer gone wrong...
-            return Failure(b.family, b.level, b.where.spec, "screen", one_line(e))
+            return LevelFailure(b.family, b.level, b.where.spec, "screen", one_line(e))
         return Row(b.family, b.level, b.where.levels, b.where.spec, s, b.sha, time.perf_counter() - started)
 
     def record(self) -> dict:
@@ -195,8 +195,9 @@ class Screener:
             self.scorer.close()
 
 
-class _Family:
-    """One family's walk in this worker: rows kept from an earlier run are its cache."""
+class _WalkInProgress:
+    """One family's walk as this worker goes (its Walk record, its notes, its time): rows kept from an
+    earlier run are its cache."""
 
     def __init__(self, p: Plan, name: str):
         old = files.read_walk(p.out, name)
@@ -228,7 +229,7 @@ class _Walker:
 
     def __init__(self, p: Plan, log, placement: dict | None = None):
         self.p, self.log, self.started, self.placement = p, log, time.perf_counter(), placement
-        self.walks = {name: _Family(p, name) for name in p.families}
+        self.walks = {name: _WalkInProgress(p, name) for name in p.families}
         self.builders = Builders(p.builders or 0, p.first_seed, p.tasks, p.source)
         self.screener, self.counts = Screener(p), {"screened": 0, "kept": 0, "finished": 0}
 
@@ -250,16 +251,16 @@ class _Walker:
             self.screener.close()
             output.write_json(Path(self.p.out) / "workers" / f"{self.p.label.replace(' ', '')}.json", record)
 
-    def take(self, f: _Family, b: Built) -> None:
+    def take(self, f: _WalkInProgress, b: Built) -> None:
         """A built level: screened, its row written, and the walk goes on from it (or a failure is written)."""
         if b.error:
             f.note(b.level, f"failed to build: {b.error}")
-            self.save(f, failures=f.walk.failures + (Failure(b.family, b.level, b.where and b.where.spec, "build",
-                                                             b.error),))
+            failed = LevelFailure(b.family, b.level, b.where and b.where.spec, "build", b.error)
+            self.save(f, failures=f.walk.failures + (failed,))
             return self.go_on(f, levels_.following(b.family, b.level, self.p.source))
         result = self.screener.screen(b)
         self.counts["screened"] += 1
-        if isinstance(result, Failure):  # the levels above would fail the same way (longer prompts)
+        if isinstance(result, LevelFailure):  # the levels above would fail the same way (longer prompts)
             f.note(b.level, f"failed to screen: {result.reason}")
             self.save(f, failures=f.walk.failures + (result,))
             return self.finish(f)
@@ -268,11 +269,11 @@ class _Walker:
         self.save(f, rows=f.walk.rows + (result,))
         self.go_on(f, self.after(result))
 
-    def save(self, f: _Family, **changes) -> None:
+    def save(self, f: _WalkInProgress, **changes) -> None:
         f.walk = dataclasses.replace(f.walk, **changes)
         files.write_walk(self.p.out, f.walk)
 
-    def finish(self, f: _Family) -> None:
+    def finish(self, f: _WalkInProgress) -> None:
         self.save(f, next=None, done=True)
         self.counts["finished"] += 1
         good = [_level(r.level) for r in f.walk.rows if r.screen.verdict == "improves"]
@@ -286,7 +287,7 @@ class _Walker:
         stop = row.screen.verdict in ("too hard", "unscorable")
         return levels_.following(row.family, row.level, self.p.source) if self.p.walk and not stop else None
 
-    def advance(self, f: _Family, level: int | None) -> None:
+    def advance(self, f: _WalkInProgress, level: int | None) -> None:
         """From this level (None: a family's only one, without a curriculum), take kept rows as they
         come; submit the first level that needs screening, or finish."""
         name, source = f.walk.family, self.p.source
@@ -295,7 +296,7 @@ class _Walker:
                 spec = levels_.at(name, level, source).spec
             except levels_.LevelError as e:
                 f.note(level, f"failed to build: {e}")
-                self.save(f, failures=f.walk.failures + (Failure(name, level, None, "build", str(e)),))
+                self.save(f, failures=f.walk.failures + (LevelFailure(name, level, None, "build", str(e)),))
                 level = levels_.following(name, level, source)
             else:
                 kept = f.cache.get(level)
@@ -310,7 +311,7 @@ class _Walker:
             if level is None:
                 return self.finish(f)
 
-    def go_on(self, f: _Family, level: int | None) -> None:
+    def go_on(self, f: _WalkInProgress, level: int | None) -> None:
         return self.finish(f) if level is None else self.advance(f, level)
 
     def out_of_budget(self) -> bool:

@@ -312,7 +312,7 @@ def _parse(text: str, source_name: str = source_.DEFAULT, served: tuple = ()) ->
     """A family string read once: every later parse of the same text, from the same servers, is this
     Family (validating it builds a task, which some families take seconds to do)."""
     try:
-        name, config = spec.call(text, "family")
+        name, config = spec.parse_call(text, "family")
     except spec.SpecError as e:
         raise FamilyError(str(e)) from None
     source, _, name = name.rpartition(".")

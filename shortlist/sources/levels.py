@@ -28,7 +28,7 @@ class Level:
     spec: str  # what families.parse() and `proof run --families` take: the config at this level
 
     def __post_init__(self):
-        name, _ = spec_.call(self.spec, "family")
+        name, _ = spec_.parse_call(self.spec, "family")
         if name.rpartition(".")[2] != self.family:
             raise LevelError(f"level of {self.family}: its spec {self.spec!r} names {name}")
         if self.level is None and self.levels != 1 or self.level is not None and not 0 <= self.level < self.levels:
@@ -73,7 +73,7 @@ def at(name: str, level: int | None, source: str = source_.DEFAULT) -> Level:
     try:
         overrides = source_.get(source).level(name, level)
         text = spec_.render(name if source == source_.DEFAULT else f"{source}.{name}", overrides)
-        same = spec_.call(text, "family")[1] == overrides
+        same = spec_.parse_call(text, "family")[1] == overrides
     except Exception as e:  # noqa: BLE001  a value repr() cannot write as a literal, a config that refuses it
         raise LevelError(f"{name} level {level}: its config cannot be written as a spec ({one_line(e)})") from None
     if not same:

@@ -467,7 +467,7 @@ def test_a_ray_worker_killed_mid_family_is_a_failed_family_and_a_rerun_resumes_i
         ray.shutdown()
     assert list(outcome.failed) == [key] and outcome.failed[key].startswith("its Ray worker was lost: ")
     failure = records.read(files.result(copy.out, slug))
-    assert isinstance(failure, records.Failure) and failure.device["placement"]["executor"] == "ray"
+    assert isinstance(failure, records.NotebookFailure) and failure.device["placement"]["executor"] == "ray"
     assert not _alive(killed["kernel"]) and not _alive(killed["job"])
     assert arrived.exists() and files.read_json(arrived)["train_s"] > 0
     again = runner.run(copy, log=lambda line: None)
