@@ -20,11 +20,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from proof import commit, heldout
+from proof.settings import Settings
 from shortlist import audit as audit_
 from shortlist import sources
 from shortlist.trainee import Trainee
 
-MIN_UNSEEN = 40  # the floor of a run that recorded none (settings.min_unseen's default)
+MIN_UNSEEN = Settings.min_unseen  # the floor of a run that recorded none: the settings' default
 
 
 @dataclass(frozen=True)
@@ -103,9 +104,8 @@ def one(body: dict, key: str, result, trainee: Trainee, scorer) -> Evidence:
     else:  # schema 2: the same rule, applied now to its unseen tasks (said so in `measured`)
         floor = body["settings"].get("min_unseen", MIN_UNSEEN)
         distinct = len({g for g, u in zip(groups, unseen) if u})
-        few = None if result is None or distinct >= floor else (
-            f"only {distinct} distinct unseen evaluation questions (of {len(unseen)} tasks, "
-            f"{len(unseen) - sum(unseen)} seen in training or prediction), below min_unseen={floor}")
+        few = None if result is None else heldout.too_few_unseen(
+            distinct, f"{len(unseen)} tasks, {len(unseen) - sum(unseen)} seen in training or prediction", floor)
         not_judged = tuple(commit.not_judged(screen | {"verdict": verdict_now, "ceiling": ceiling,
                                                        "guess": guess["accuracy"], "guess_answer": guess["answer"]},
                                              few))

@@ -214,7 +214,12 @@ def judgeable(record: HeldOut, min_unseen: int) -> str | None:
             return (f"only {record.reserved} distinct reserved evaluation questions ({r.distinct} distinct in a census "
                     f"of {r.census}, about {r.estimate:.0f} in the family), below min_unseen={min_unseen}")
         return None
-    if record.distinct < min_unseen:
-        return (f"only {record.distinct} distinct unseen evaluation questions (of {record.n} tasks, "
-                f"{len(record.skipped)} seeds skipped as seen), below min_unseen={min_unseen}")
-    return None
+    return too_few_unseen(record.distinct, f"{record.n} tasks, {len(record.skipped)} seeds skipped as seen", min_unseen)
+
+
+def too_few_unseen(distinct: int, counted_from: str, min_unseen: int) -> str | None:
+    """The rule for tasks held out by question: fewer than min_unseen distinct unseen questions cannot
+    judge a family. Why, or None; counted_from says of what they were counted ("200 tasks, ...")."""
+    if distinct >= min_unseen:
+        return None
+    return f"only {distinct} distinct unseen evaluation questions (of {counted_from}), below min_unseen={min_unseen}"

@@ -8,6 +8,7 @@ corrupt result) is said above the headline.
 from __future__ import annotations
 
 from proof import rules
+from proof.evidence import MIN_UNSEEN
 from proof.records import Corrupt, FamilyResult
 from proof.report.load import Report, status
 from proof.report.numbers import interval, p_text, rate
@@ -329,7 +330,7 @@ def _caption(report: Report, section: str) -> str:
         "heldout": ("Each result rests on its reserved evaluation questions: a keyed hash set them aside before "
                     "anything was drawn, sized from a census of the family's questions (the estimate is Chao1's). "
                     if reserved else "Each result rests on its unseen evaluation questions. ") +
-                   f"Families with fewer than {s.get('min_unseen', 40)} distinct ones are not judged. The last "
+                   f"Families with fewer than {s.get('min_unseen', MIN_UNSEEN)} distinct ones are not judged. The last "
                    f"columns count each distinct question once (the mean of its tasks), resampled the same way.",
         "learning": f"The same bootstrap on accuracy (score ≥ 1), on the same tasks as the best policy. *Real "
                     f"learning*: accuracy rose (p ≤ {s['alpha']}) and is above the best policy's; that is the "
