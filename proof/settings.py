@@ -5,7 +5,7 @@ the `--set name=value` overrides of `python -m proof run`, so the three speak on
 Defaults are the seed's protocol. validate() turns every impossible combination into one line
 before any model loads or any file is written: a value of the wrong type, a number that is not
 finite or lies outside its range, an empty `out` (it would write into the working directory),
-seed ranges that overlap, and a scoring deadline below SCORE_DEADLINE_MIN_S, under which honest
+seed ranges that overlap, and a scoring deadline below defaults.SCORE_DEADLINE_MIN_S, under which honest
 answers time out (measured, below).
 """
 from __future__ import annotations
@@ -23,11 +23,6 @@ from shortlist.errors import OneLine
 if TYPE_CHECKING:
     from shortlist.trainee import Trainee
 
-# A deadline under which honest answers start to time out, so that timeouts, not the model, decide the
-# verdicts. Measured on the project's 2-core CPU machine at load ~7 (other jobs running), 320 honest answers
-# each (10 batches of 32 through one Scorer): chain_sum timed out 41 at 0.01 s, 1 at 0.03 s, 0 at 0.1 s;
-# simple_integration (sympy) 248 at 0.03 s, 5 at 0.1 s, 0 at 0.25 s, which the adversarial tests also use.
-SCORE_DEADLINE_MIN_S = defaults.SCORE_DEADLINE_MIN_S
 # resampled scores the bootstrap holds at once (bootstrap_n x eval_n float64s, stats.bootstrap_means): 800 MB,
 # 50x the seed's 10,000 x 200; the upper ends of both ranges at once would need 800 TB after training
 BOOTSTRAP_CELLS_MAX = 100_000_000

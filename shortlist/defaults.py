@@ -7,7 +7,11 @@ PREDICT_SEED = 500  # screening tasks are seeds PREDICT_SEED .. PREDICT_SEED + t
 SEED_MAX = 2**32 - 1  # numpy's and reasoning-gym's seeds are unsigned 32-bit
 TASKS_MAX = 100_000  # tasks per family in a screen (the proof's predict_tasks has the same bound)
 BATCH_MAX = 1 << 20  # sequences per generate() call
-SCORE_DEADLINE_MIN_S = 0.25  # below it honest answers time out on a loaded machine (simple_integration: 5 of 320 at 0.1 s)
+# A deadline under which honest answers start to time out, so that timeouts, not the model, decide the
+# verdicts. Measured on the project's 2-core CPU machine at load ~7 (other jobs running), 320 honest answers
+# each (10 batches of 32 through one Scorer): chain_sum timed out 41 at 0.01 s, 1 at 0.03 s, 0 at 0.1 s;
+# simple_integration (sympy) 248 at 0.03 s, 5 at 0.1 s, 0 at 0.25 s, which the adversarial tests also use.
+SCORE_DEADLINE_MIN_S = 0.25
 SCORE_DEADLINE_MAX_S = 600.0  # above it one hostile answer could hold a scorer process for longer than a family's step
 
 
