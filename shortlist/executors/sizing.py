@@ -13,7 +13,7 @@ CONTEXT_GIB = 0.5  # what a job's CUDA context takes beside what torch's allocat
 
 
 def recorded_peaks(paths, *keys: str) -> list:
-    """The peak_gib each job recorded (jobs.here()) in these JSON files, found under keys (e.g.
+    """The peak_gib each job recorded (jobs.with_peak()) in these JSON files, found under keys (e.g.
     "device", "placement"); a file that cannot be read gives nothing. What --per-gpu auto sizes from."""
     peaks = []
     for path in paths:
