@@ -1,5 +1,6 @@
 """A process's ties: to its parent (prctl PR_SET_PDEATHSIG: jobs and the scorer's servers die with
-theirs), and to what it must close when it exits (close_at_exit: Scorers, the task builder)."""
+theirs), to what it must close when it exits (close_at_exit: Scorers, the task builder), and to the
+output it must not write into (to_devnull)."""
 from __future__ import annotations
 
 import atexit
@@ -21,6 +22,16 @@ def die_with_parent(parent: int | None = None) -> bool:
     took = _libc.prctl(_PR_SET_PDEATHSIG, ctypes.c_ulong(signal.SIGKILL), 0, 0, 0) == 0
     return took and (parent is None or os.getpid() == 1 or os.getppid() == parent)
 
+
+
+def to_devnull(*fds: int) -> None:
+    """Point these descriptors (0, 1, 2: stdin, stdout, stderr) at /dev/null: what a builder, a scorer or an
+    answer prints is not its parent's output, and nothing reads from a terminal."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in fds:
+        os.dup2(null, fd)
+    if null not in fds:
+        os.close(null)
 
 
 _live: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # a resource still open -> (order, its closer)

@@ -24,7 +24,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
-from shortlist import executors, output, sources
+from shortlist import executors, output, process, sources
 from shortlist.catalog import files
 from shortlist.catalog.records import LevelFailure, Plan, Row, Walk
 from shortlist.errors import one_line
@@ -136,9 +136,7 @@ def _builder_start(parent: int, started) -> None:
     import threading
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C is the run's to handle: it stops builders
     started.put(os.getpid())
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 1)
-    os.close(devnull)
+    process.to_devnull(1)
 
     def watch():
         while os.getppid() == parent:

@@ -10,6 +10,7 @@ import pickle
 import signal
 import sys
 
+from shortlist import process
 from shortlist.scoring import isolation, landlock, syscalls
 
 
@@ -52,9 +53,7 @@ def _confine(zygote, job_r: int, reply_w: int, home: str) -> dict:
     plan, only the layers it names are tried, and the zygote checks that each of them took."""
     plan = zygote.plan or {}
     os.setsid()  # a process group of its own, for machines without PID namespaces
-    null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(null, fd)
+    process.to_devnull(0, 1, 2)
     low = 3
     for fd in sorted((job_r, reply_w)):  # the zygote's connection and every sibling's pipes: closed
         os.closerange(low, fd)
@@ -95,14 +94,6 @@ def _confine(zygote, job_r: int, reply_w: int, home: str) -> dict:
 
 def score(scorer, entry: dict, answer) -> float:
     return float(scorer(answer, entry))
-
-
-def quiet() -> None:
-    """A scorer that prints must not flood the caller's output."""
-    null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(null, fd)
-    os.close(null)
 
 
 # --- the audit hook: counts what a scorer attempts (a convenience, not a boundary) ----------------

@@ -42,6 +42,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
+from shortlist import process
 from shortlist.scoring import answer, hugepages, isolation, landlock, syscalls
 from shortlist.sources import source as source_
 
@@ -95,7 +96,7 @@ class Zygote:
         self.plan = plan  # the layers every answer process must hold (None: this zygote probes them)
         self.probing = plan is None
         self.source = source_.arrive(source) if source else None
-        answer.quiet()
+        process.to_devnull(0, 1, 2)  # a scorer that prints must not flood the caller's output
         self.scratch = tempfile.mkdtemp(prefix="zygote-", dir=scratch)  # its pid is 1 like every other zygote's
         os.chmod(self.scratch, 0o711)  # answer processes (uid nobody) reach their own directory, list nothing
         os.chdir(self.scratch)

@@ -39,7 +39,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 
-from shortlist import spec
+from shortlist import process, spec
 from shortlist.errors import OneLine, one_line
 from shortlist.sources import source as source_
 from shortlist.sources import tasks as tasks_
@@ -273,9 +273,7 @@ def _build_one(source: str, name: str, config: dict) -> bytes:
     try:
         for sig in (signal.SIGINT, signal.SIGTERM):  # the parent's handlers are not this child's
             signal.signal(sig, signal.SIG_DFL)
-        null = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):  # what a family prints while it builds is not the parent's output
-            os.dup2(null, fd)
+        process.to_devnull(0, 1, 2)  # what a family prints while it builds is not the parent's output
         _limit(resource.RLIMIT_AS, _mapped() + BUILD_MEMORY)
         _limit(resource.RLIMIT_CPU, BUILD_CPU_S)
         _limit(resource.RLIMIT_CORE, 0)
