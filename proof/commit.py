@@ -231,9 +231,10 @@ def predict(settings: Settings, log=print) -> tuple[dict, str]:
     loaded = sampling.load(trainee.model)
     sampler = sampling.Sampler(loaded, trainee, settings.sample_batch, settings.fast)
     with scoring.Scorer(deadline_s=settings.score_deadline_s) as scorer:
-        screens = screening.screen_all(sampler, scorer, settings.families, seed=settings.seed, log=log,
-                                       rows={key: b["predict"] for key, b in built.items()})
-        sha = write(settings, [s.as_dict() for s in screens], loaded.source, scorer.settings(), engine.status(),
+        with engine.phase() as screened:  # the screens' own engine record, whatever else this kernel ran
+            screens = screening.screen_all(sampler, scorer, settings.families, seed=settings.seed, log=log,
+                                           rows={key: b["predict"] for key, b in built.items()})
+        sha = write(settings, [s.as_dict() for s in screens], loaded.source, scorer.settings(), screened.status(),
                     {key: fingerprints(b, key) for key, b in built.items()}, {key: b["heldout"] for key, b in built.items()})
     log(f"committed {files.predictions(settings.out)} (sha256 {sha})")
     return verified(settings)
