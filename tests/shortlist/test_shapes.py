@@ -72,7 +72,7 @@ def test_chat_template_takes_enable_thinking(small):
 def test_loads_with_qwen3s_generation_config_and_samples(small):
     g = small.model.generation_config
     assert (g.top_k, g.top_p, g.temperature, g.eos_token_id) == (20, 0.95, 0.6, [151645, 151643])
-    sampler = sampling.Sampler(small, trainee.QWEN3.replace(max_new_tokens=8))
+    sampler = sampling.Sampler(small, ASKED.replace(max_new_tokens=8))
     used = sampling.generation_config(small.model, small.tokenizer, sampler.trainee)
     assert (used.top_k, used.top_p, used.temperature) == (0, 1.0, 1.0)  # GRPO's, not the model's own
     draws = []
