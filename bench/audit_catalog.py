@@ -34,7 +34,7 @@ def main() -> int:
     with Scorer(deadline_s=s.get("score_deadline_s", 1.0)) as scorer:
         for r in body["rows"]:
             family = sources.parse(r["spec"])
-            a = audit.audit(scorer, trainee, family, family.tasks(seeds))
+            a = audit.audit(scorer, trainee.for_source(family.source), family, family.tasks(seeds))
             now = trainee.rule(r["pass1"], r["mean"], r["signal_correct"], a.ceiling, a.guess.accuracy)
             rows.append({"spec": r["spec"], "family": r["family"], "level": r["level"], "pass1": r["pass1"],
                          "ceiling": a.ceiling, "golds": a.golds, "guess": a.guess.accuracy, "guess_mean": a.guess.mean,

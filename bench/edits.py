@@ -89,7 +89,8 @@ def _unextracted(record: dict, body: dict) -> None:
 def _same_length(record: dict, body: dict) -> None:
     """A completion rewritten, length kept, to hold the other answer (right where it was wrong, or wrong where
     it was right); its saved answer made to match, its score kept."""
-    trainee, after = Trainee.from_dict(body["trainee"]), record["after"]
+    after = record["after"]
+    trainee = Trainee.from_dict(body["trainee"]).for_source(sources.parse(record["family"]).source)
     tasks = sources.parse(record["family"]).tasks(after["seeds"])
     for i, (c, task) in enumerate(zip(after["completions"], tasks)):
         gold = str(task["answer"])

@@ -40,7 +40,7 @@ TRAINEE = "qwen3"  # the default trainee's prompt and sampling, on whichever mod
 
 
 def bench_trainee(max_new: int) -> trainee_.Trainee:
-    return trainee_.resolve(TRAINEE).replace(max_new_tokens=max_new)
+    return trainee_.resolve(TRAINEE).replace(max_new_tokens=max_new).for_source("reasoning_gym")  # FAMILY's
 
 
 def sync() -> None:
@@ -81,7 +81,8 @@ def seed_reward(family):
     def reward(prompts, completions, seed, **_):  # the dataset is rebuilt for every answer, as the seed did
         scores = []
         for s, c in zip(seed, completions):
-            answer = trainee_.resolve(TRAINEE).clean(c[0]["content"] if isinstance(c, list) else c)
+            text = c[0]["content"] if isinstance(c, list) else c
+            answer = trainee_.resolve(TRAINEE).for_source(family.source).clean(text)
             ds = reasoning_gym.create_dataset(family.name, seed=s, size=1, **family.config)
             try:
                 scores.append(float(ds.score_answer(answer=answer, entry=ds[0])))
@@ -104,10 +105,11 @@ def grpo_seconds_per_step(model_name: str, fast: bool, warmup: int, measured: in
     family = families.parse(family_key)
     loaded = sampling.load(model_name)
     rows = family.tasks(s.seed_ranges()["train"])
-    dataset = Dataset.from_list([{"prompt": s.profile.messages(r["question"]), "seed": r["seed"]} for r in rows])
+    asked = s.profile.for_source(family.source)
+    dataset = Dataset.from_list([{"prompt": asked.messages(r["question"]), "seed": r["seed"]} for r in rows])
     ends, reward_seconds = [], []
     scorer = scoring.Scorer() if fast else None
-    inner = train.reward_function(scorer, family, s.profile) if fast else seed_reward(family)
+    inner = train.reward_function(scorer, family, asked) if fast else seed_reward(family)
 
     def reward(prompts, completions, seed, **kw):
         result, seconds = timed(lambda: inner(prompts, completions, seed, **kw))

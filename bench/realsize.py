@@ -154,7 +154,8 @@ def ours(args, record: Record) -> None:
     eval_tasks = w["family"].tasks(w["eval_seeds"])
     started = time.perf_counter()
     loaded = timed_phase(record, "load", lambda: sampling.load(args.model))
-    eval_rows = sampling.prompt_ids(loaded.tokenizer, s.profile, [t["question"] for t in eval_tasks])
+    eval_rows = sampling.prompt_ids(loaded.tokenizer, s.profile.for_source(w["family"].source),
+                                    [t["question"] for t in eval_tasks])
     length = sampling.cache_length(eval_rows, w["max_new"])
 
     def evaluation(model):
@@ -188,6 +189,7 @@ def ours(args, record: Record) -> None:
 def ours_sample(model, tokenizer, trainee, w) -> list[int]:
     """Screening's workload (24 tasks x 8), as Sampler.complete draws it; returns every token drawn."""
     from shortlist.generation import sampling
+    trainee = trainee.for_source(w["family"].source)
     rows = [ids for ids in sampling.prompt_ids(tokenizer, trainee, w["screen"]) for _ in range(trainee.group)]
     length = sampling.cache_length(rows, w["max_new"])
     config = sampling.generation_config(model, tokenizer, trainee, False, True, length)

@@ -28,13 +28,14 @@ EASY = ("products(max_digits=1)", "chain_sum(max_terms=2, max_digits=1)",
         "basic_arithmetic(max_terms=2, max_digits=1, operators=['+', '-'], allow_parentheses=False, "
         "allow_negation=False)")
 ANSWER_LINE = "Solve the problem. End your reply with a line of the form 'Answer: <answer>'."
+DIRECT = trainee.QWEN3.for_source("reasoning_gym").system_prompt  # Reasoning Gym's own "direct" prompt
 CANDIDATES = {  # name -> (system prompt, extraction)
     "answer line, last number": (ANSWER_LINE, "last_number"),
     "answer line, answer line": (ANSWER_LINE, "answer_line"),
     "short answer line, last number": ("Give the final answer on the last line as 'Answer: <answer>'.", "last_number"),
     "no system prompt, last number": ("", "last_number"),
-    "reasoning-gym direct, tags": (trainee.QWEN3.system_prompt, "answer_tags"),
-    "reasoning-gym direct, last number": (trainee.QWEN3.system_prompt, "last_number"),
+    "reasoning-gym direct, tags": (DIRECT, "answer_tags"),
+    "reasoning-gym direct, last number": (DIRECT, "last_number"),
 }
 
 

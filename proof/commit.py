@@ -166,7 +166,20 @@ def verified(settings: Settings, family: str | None = None) -> tuple[dict, str]:
                               f"restore it (--set {name}={body['settings'].get(name)}), {way_out}")
     if family is not None and sources.parse(family).key not in body["families"]:
         raise CommitError(f"{family} has no committed prediction; committed: {', '.join(body['families'])}")
+    if family is not None:
+        _asked_as_screened(settings, body, sources.parse(family), way_out)
     return body, recorded
+
+
+def _asked_as_screened(settings: Settings, body: dict, family, way_out: str) -> None:
+    """Refuse, in one line, to train a family asked or read otherwise than it was screened: a trainee that
+    leaves them to the source takes its convention, which the source's code could change after the commit."""
+    screen, asked = prediction_for(body, family.key), settings.profile.for_source(family.source)
+    for name in ("system_prompt", "extraction"):
+        if screen.get(name) is not None and screen[name] != getattr(asked, name):
+            now = repr(getattr(asked, name))
+            raise CommitError(f"{family.key}: the trainee now asks with {name}={now[:60]} but the family was "
+                              f"screened with {screen[name]!r:.60}: its source's convention changed; {way_out}")
 
 
 def tasks_verified(body: dict, family, built: dict) -> None:

@@ -9,17 +9,20 @@ from shortlist.trainee import Trainee
 
 
 def evaluate(sampler: Sampler, scorer: Scorer, family, rows: list[dict]) -> Evaluation:
-    """One greedy answer per task (rows as Family.tasks builds them), scored by the family's scorer."""
-    samples = sampler.sample([r["question"] for r in rows], k=1, greedy=True)
-    return score(scorer, sampler.trainee, family, [r["seed"] for r in rows], samples.flat("texts"),
+    """One greedy answer per task (rows as Family.tasks builds them), scored by the family's scorer; asked
+    and read as the trainee asks the family's source (Trainee.for_source)."""
+    trainee = sampler.trainee.for_source(sources.parse(family).source)
+    samples = sampler.sample([r["question"] for r in rows], k=1, greedy=True, trainee=trainee)
+    return score(scorer, trainee, family, [r["seed"] for r in rows], samples.flat("texts"),
                  samples.flat("clipped"), samples.flat("repetitive"))
 
 
 def score(scorer: Scorer, trainee: Trainee, family, seeds: list[int], completions: list[str],
           clipped: list[bool], repetitive: list[bool]) -> Evaluation:
-    """The same whether fresh or re-scored: extract with the trainee's rule, score with the family's."""
-    answers = [trainee.clean(c) for c in completions]
-    return Evaluation(seeds, completions, answers, scorer.score(sources.parse(family), seeds, answers),
+    """The same whether fresh or re-scored: extract as the trainee reads the family, score with the family's."""
+    family = sources.parse(family)
+    answers = [trainee.for_source(family.source).clean(c) for c in completions]
+    return Evaluation(seeds, completions, answers, scorer.score(family, seeds, answers),
                       clipped, repetitive)
 
 

@@ -163,7 +163,7 @@ def train(loaded: sampling.Loaded, settings: Settings, family: Family, rows: lis
     from transformers import PrinterCallback
     from trl import GRPOTrainer
 
-    trainee = settings.profile
+    trainee = settings.profile.for_source(family.source)  # asked and read as screening asked the family
     rows = list(rows)
     random.Random(0).shuffle(rows)
     dataset = Dataset.from_list([{"prompt": trainee.messages(r["question"]), "seed": r["seed"]} for r in rows])
@@ -331,8 +331,8 @@ def record(run: Run, log=print) -> FamilyResult:
     timings = books.timings | step_times(run.history, books.timings["train_s"], s.steps) | {
         "resumed_at_step": books.resumed_at_step}
     # what a constant answer earns on the same tasks: a gain it matches is collapse, not learning
-    baselines = audit.constants(run.scorer, s.profile, run.family, run.tasks["eval"], list(run.after.answers),
-                                audit.most_frequent_gold(run.tasks["predict"]))
+    baselines = audit.constants(run.scorer, s.profile.for_source(run.family.source), run.family, run.tasks["eval"],
+                                list(run.after.answers), audit.most_frequent_gold(run.tasks["predict"]))
     result = outcome(s, run.family.key, run.sha, commit.prediction_for(run.body, run.family.key), run.before,
                      run.after, curve(run.history), model=run.loaded.source, engine=books.engine,
                      scoring=books.scoring, timings=timings, started_at=run.started_at, baselines=baselines)

@@ -212,7 +212,8 @@ def rescored(body: dict, result: FamilyResult, scorer) -> list[str]:
     """Each saved answer taken again from its completion and scored again in the sandbox, against the committed
     tasks; the baselines (policies on the same tasks, after training) measured again."""
     from shortlist.trainee import Trainee
-    trainee, why = Trainee.from_dict(body["trainee"]), []
+    trainee = Trainee.from_dict(body["trainee"]).for_source(sources.parse(result.family).source)
+    why = []
     for part, e in (("before", result.before), ("after", result.after)):
         answers = [trainee.clean(c) for c in e.completions]
         wrong = [i for i, (a, b) in enumerate(zip(answers, e.answers)) if a != b]

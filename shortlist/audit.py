@@ -27,6 +27,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from shortlist import sources
+
 CONSTANTS = ("", "0", "1", "2", "-1", "True", "False", "yes", "no")  # answers that say nothing of the question
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _PUNCTUATION = ".,;:!?\"'()[]{}*`"
@@ -131,6 +133,7 @@ def most_frequent_gold(tasks: list[dict]) -> str | None:
 def best(scorer, trainee, family, tasks: list[dict], frequent: str | None = None) -> Best:
     """The best policy on these tasks, each answer written and read back as the trainee's own answer
     would be (what a model that learned to print it would earn)."""
+    trainee = trainee.for_source(sources.parse(family).source)  # as it reads this family
     candidates = policies(tasks, frequent)
     seeds = [t["seed"] for t in tasks]
     labels, answers = [], []
@@ -146,7 +149,9 @@ def best(scorer, trainee, family, tasks: list[dict], frequent: str | None = None
 
 
 def audit(scorer, trainee, family, tasks: list[dict]) -> Audit:
-    """The ceiling and the guess rate of a family for a trainee, on these tasks (Family.tasks())."""
+    """The ceiling and the guess rate of a family for a trainee, on these tasks (Family.tasks()), its answers
+    written and read as the trainee asks the family's source (Trainee.for_source)."""
+    trainee = trainee.for_source(sources.parse(family).source)
     checkable = [t for t in tasks if known(t) is not None]
     ceiling, hits, source = None, (), None
     if checkable:

@@ -48,6 +48,10 @@ class Screen:
     guess_answer: str | None = None  # which answer that was
     golds: int | None = None  # tasks with a gold or known-valid answer (0: the ceiling could not be checked)
     flip: float | None = None  # chance that a fresh screen gives another verdict (bootstrap); None: not measured
+    # how the family was asked and read: the trainee's, or its source's where the trainee left them to it
+    # (Trainee.for_source); None in a record older than per-source conventions
+    system_prompt: str | None = None
+    extraction: str | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -121,12 +125,14 @@ def screen(sampler: Sampler, scorer: Scorer, family, tasks: int = TASKS, first_s
 
 
 def screen_tasks(sampler: Sampler, scorer: Scorer, family, rows: list[dict], seed: int = 0) -> Screen:
-    """screen() on tasks already built (Family.tasks()): the catalog builds them in other processes."""
+    """screen() on tasks already built (Family.tasks()): the catalog builds them in other processes. The
+    trainee asks, reads and audits the family as it does its source's (Trainee.for_source)."""
     import torch
-    family, trainee = sources.parse(family), sampler.trainee
+    family = sources.parse(family)
+    trainee = sampler.trainee.for_source(family.source)
     k, tasks = trainee.group, len(rows)
     torch.manual_seed(seed)  # the same model screens the same way twice
-    samples = sampler.sample([r["question"] for r in rows], k=k)
+    samples = sampler.sample([r["question"] for r in rows], k=k, trainee=trainee)
     answers = [trainee.clean(c) for c in samples.flat("texts")]
     before = vars(scorer.counts.get(family.key, ScoreCounts())).copy()
     scores = scorer.score(family, [r["seed"] for r in rows for _ in range(k)], answers)
@@ -137,6 +143,7 @@ def screen_tasks(sampler: Sampler, scorer: Scorer, family, rows: list[dict], see
                        sum(samples.flat("clipped")) / n, sum(samples.flat("repetitive")) / n,
                        audit_.audit(scorer, trainee, family, rows))
     result.scoring = result_scoring  # the model's answers; the audit's own are not the model's doing
+    result.system_prompt, result.extraction = trainee.system_prompt, trainee.extraction
     return result
 
 

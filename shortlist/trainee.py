@@ -6,6 +6,12 @@ predictions.json records every one of them once. Named profiles live in PROFILES
 their own without editing the package: a JSON file (`--trainee my.json`), a profile with
 overrides (`--trainee "qwen3(max_new_tokens=256)"`), or register() from Python.
 
+How it asks for an answer (system_prompt) and reads one (extraction, extraction.py) is either set,
+for every source alike, or left to each family's source (SOURCE, None: the default profile's), which
+then asks and reads its families its own way (its SYSTEM_PROMPT and EXTRACTION). for_source() is the
+one place that resolves them; screening, the audit, training and evaluation all ask through it, and
+each screen records the values its family was asked and read with.
+
 Sampling is GRPO's: TRL computes the policy's log-probabilities as softmax(logits / temperature)
 with no truncation, so only top_k, top_p and min_p switched off sample exactly from the policy
 the loss differentiates (Qwen3's own generation_config, top_k=20 and top_p=0.95, would make every
@@ -55,111 +61,22 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import functools
 import json
 import math
-import re
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-import regex as regex_  # transformers' own dependency: a search that stops at a timeout, which re's cannot
-
-from shortlist import regex_groups, spec
+from shortlist import extraction as extraction_
+from shortlist import spec
 from shortlist.errors import OneLine, one_line
-from shortlist.sources.reasoning_gym import SYSTEM_PROMPTS, extract_answer
 
 VERDICTS = ("improves", "too hard", "already solved", "no signal", "unscorable", "unverified ceiling", "guessable")
 AUDIT_VERDICTS = ("unscorable", "unverified ceiling", "guessable")  # the reward cannot tell: controls, never judged
+SOURCE = None  # a system_prompt or extraction left to the source: each source's own convention (for_source())
 
 
 class TraineeError(OneLine, ValueError):
     """A trainee that cannot be used; the message is one line."""
-
-
-# --- how an answer is taken out of a completion ---------------------------------------------------
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
-_ANSWER_LINE = re.compile(r"answer\s*(?:is)?\s*:\s*(.+)", re.IGNORECASE)
-_NUMBER = re.compile(r"-?\d+(?:,\d{3})*(?:\.\d+)?")
-
-
-def _answer_tags(text: str) -> str | None:
-    return extract_answer(text)
-
-
-def _answer_line(text: str) -> str | None:
-    found = _ANSWER_LINE.findall(text)
-    return found[-1].strip().strip("*. ") or None if found else None
-
-
-def _last_number(text: str) -> str | None:
-    found = _NUMBER.findall(text)
-    return found[-1].replace(",", "") if found else None
-
-
-EXTRACTORS = {
-    "answer_tags": _answer_tags,  # reasoning-gym's own: the text inside the last <answer> tags
-    "answer_line": _answer_line,  # the text after the last "Answer:"
-    "last_number": _last_number,  # the last number in the text (numeric families only)
-}
-
-
-# A `regex:` extraction runs the user's pattern on every completion, and a pattern that backtracks
-# (nested quantifiers such as (a+)+$) takes exponential time on a completion that nearly matches it; Python's
-# re cannot be stopped. So patterns run through the `regex` module (re's syntax) with a timeout: a completion
-# whose extraction passes REGEX_TIMEOUT_S holds no answer (it scores 0). A pattern that passes
-# REGEX_PROBE_TIMEOUT_S on any of a few texts such a pattern chokes on (runs of one kind of character, 4,096
-# long, that end in a mismatch) is refused when the trainee is made, in one line; the timeout bounds what the
-# probes do not catch. regex's timeouts count this process's CPU time, so a loaded machine does not trip them.
-REGEX_TIMEOUT_S = 0.1  # per completion: a sound pattern takes microseconds on the longest completion
-REGEX_PROBE_TIMEOUT_S = 0.25  # per probe text: 4,096 characters take a sound pattern well under a millisecond
-REGEX_MAX = 1_000  # characters in a pattern
-REGEX_RUNS = ("a", "0", " ", "\n", "a0 ", "<answer>", ".,", "ab")  # and each letter or digit the pattern names
-
-
-def _probes(source: str) -> list[str]:
-    runs = dict.fromkeys([*REGEX_RUNS, *sorted({c for c in source if c.isalnum()})[:16]])
-    return [run * (4096 // len(run)) + "\x00!" for run in runs]
-
-
-def extractor(name: str):
-    """The function named by an extraction: a key of EXTRACTORS, or `regex:<pattern>` (last match,
-    its first group if it has one)."""
-    if name.startswith("regex:"):
-        return _by_pattern(name[len("regex:"):])
-    if name not in EXTRACTORS:
-        raise TraineeError(f"unknown extraction {name!r}; use one of {', '.join(EXTRACTORS)} or regex:<pattern>")
-    return EXTRACTORS[name]
-
-
-@functools.lru_cache(maxsize=64)
-def _by_pattern(source: str):
-    """A pattern compiled and probed once, however many completions it reads."""
-    name = f"regex:{source}"
-    if len(source) > REGEX_MAX:
-        raise TraineeError(f"extraction regex: a pattern of {len(source):,} characters (at most {REGEX_MAX:,})")
-    try:
-        pattern = regex_.compile(source, regex_.DOTALL)
-    except (regex_.error, ValueError, OverflowError, RecursionError) as e:
-        raise TraineeError(f"extraction {name!r}: {one_line(e)}") from None
-    if pattern.groups and regex_groups.first_group_optional(source):
-        raise TraineeError(f"extraction {name!r}: a match can leave its first group unset (the answer is the "
-                           f"first group): make that group required, or the others non-capturing (?:...)")
-    for probe in _probes(source):
-        try:
-            pattern.search(probe, timeout=REGEX_PROBE_TIMEOUT_S)
-        except TimeoutError:
-            raise TraineeError(f"extraction {name!r}: more than {REGEX_PROBE_TIMEOUT_S:g} s of CPU on a "
-                               f"{len(probe):,}-character text (it backtracks, as nested quantifiers such as "
-                               f"(a+)+ do): simplify the pattern") from None
-
-    def by_pattern(text: str) -> str | None:
-        try:
-            found = list(pattern.finditer(text, timeout=REGEX_TIMEOUT_S))
-        except TimeoutError:  # a completion the pattern backtracks on holds no answer
-            return None
-        answer = (found[-1].group(1) if pattern.groups else found[-1].group(0)) if found else None
-        return answer.strip() if answer is not None else None  # an unset group holds no answer
-    return by_pattern
 
 
 # --- the record -----------------------------------------------------------------------------------
@@ -183,9 +100,9 @@ REPETITION_PENALTY = (0.1, 10.0)  # a repeated token's logit scaled by at most 1
 class Trainee:
     profile: str  # the profile it was built from
     model: str  # a hub name, a local folder, or "tiny" (built offline)
-    system_prompt: str  # "" sends no system message
+    system_prompt: str | None  # "" sends no system message; None (SOURCE): each source's own
     enable_thinking: bool  # passed to the chat template (Qwen3's thinking would spend the budget)
-    extraction: str  # a key of EXTRACTORS, or regex:<pattern>
+    extraction: str | None  # an extraction's name (extraction.py), or regex:<pattern>; None (SOURCE): the source's
     # sampling, exactly as TRL's GRPOTrainer is configured with them
     temperature: float = 1.0
     top_p: float = 1.0
@@ -207,7 +124,11 @@ class Trainee:
             if "float" in str(f.type) and type(value) is int:
                 object.__setattr__(self, f.name, float(value))
         self._check()
-        extractor(self.extraction)
+        try:
+            if self.extraction is not None:
+                extraction_.extractor(self.extraction)
+        except extraction_.ExtractionError as e:
+            raise TraineeError(str(e)) from None
 
     def _check(self) -> None:
         def bad(name, why):
@@ -216,10 +137,12 @@ class Trainee:
             raise TraineeError(f"trainee {self.profile[:80]!r}: {name}={value}: {why}")
         for f in fields(self):
             value, kind = getattr(self, f.name), str(f.type)
-            ok = (isinstance(value, str) if kind == "str" else
-                  isinstance(value, bool) if kind == "bool" else
-                  isinstance(value, int) and not isinstance(value, bool) if kind == "int" else
-                  value is None or isinstance(value, float) if "None" in kind else isinstance(value, float))
+            base = kind.replace(" | None", "")
+            ok = (value is None and base != kind) or (
+                isinstance(value, str) if base == "str" else
+                isinstance(value, bool) if base == "bool" else
+                isinstance(value, int) and not isinstance(value, bool) if base == "int" else
+                isinstance(value, float))
             if not ok:
                 bad(f.name, f"must be {kind}")
             if isinstance(value, float) and not math.isfinite(value):
@@ -227,7 +150,7 @@ class Trainee:
         if not self.profile or not self.model:
             bad("model" if self.profile else "profile", "must not be empty")
         for name, most in (("profile", NAME_MAX), ("model", PATH_MAX), ("system_prompt", SYSTEM_PROMPT_MAX)):
-            if len(getattr(self, name)) > most:
+            if len(getattr(self, name) or "") > most:
                 bad(name, f"{len(getattr(self, name)):,} characters, more than {most:,}")
         if any(c in self.model for c in "\0\n"):
             bad("model", "a model name or folder holds no NUL or newline")
@@ -253,20 +176,37 @@ class Trainee:
             bad("pass_min", f"must be below pass_max={self.pass_max}")
 
     # how it is asked, and how its answer is read
+    def for_source(self, source: str) -> "Trainee":
+        """This trainee as it asks and reads the families of a source (a registered name): what it leaves to
+        the source (SOURCE) becomes that source's convention (extraction.convention()); what it sets stays."""
+        if self.system_prompt is not None and self.extraction is not None:
+            return self
+        try:
+            prompt, extraction = extraction_.convention(source)
+        except extraction_.ExtractionError as e:
+            raise TraineeError(str(e)) from None
+        return dataclasses.replace(self, system_prompt=prompt if self.system_prompt is None else self.system_prompt,
+                                   extraction=extraction if self.extraction is None else self.extraction)
+
+    def _resolved(self, name: str) -> None:
+        if getattr(self, name) is None:
+            raise TraineeError(f"trainee {self.profile!r} leaves its {name} to the source: "
+                               f"ask and read through trainee.for_source(family.source)")
+
     def messages(self, question: str) -> list[dict]:
+        self._resolved("system_prompt")
         system = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
         return system + [{"role": "user", "content": question}]
 
     def clean(self, text: str) -> str | None:
         """The answer in a completion (thinking removed), or None when it holds none: it scores 0."""
-        return extractor(self.extraction)(_THINK.sub("", text))
+        self._resolved("extraction")
+        return extraction_.clean(self.extraction, text)
 
     def written(self, answer: str) -> str:
-        """An answer written the way this trainee is asked to write one: in <answer> tags, on an
-        "Answer:" line (also what a last-number reader is asked for), or as it is for a regex."""
-        if self.extraction == "answer_tags":
-            return f"<answer>{answer}</answer>"
-        return answer if self.extraction.startswith("regex:") else f"Answer: {answer}"
+        """An answer written the way this trainee is asked to write one (extraction.written())."""
+        self._resolved("extraction")
+        return extraction_.written(self.extraction, answer)
 
     # Shortlist's rule
     def rule(self, pass1: float, mean: float, signal: float, ceiling: float | None = None,
@@ -334,12 +274,10 @@ def register(trainee: Trainee) -> Trainee:
     return trainee
 
 
-# The default. Reasoning-gym's own convention: the "direct" system prompt and extract_answer (the
-# answer between <answer> tags). "direct", not the step-by-step "default", because the budget is 128
-# new tokens and a step-by-step answer cut off before its tag scores nothing. Whether Qwen3 writes
-# the tags is measured, not assumed: screening and evaluation report the share extracted.
-QWEN3 = register(Trainee(profile="qwen3", model="Qwen/Qwen3-0.6B", system_prompt=SYSTEM_PROMPTS["direct"],
-                         enable_thinking=False, extraction="answer_tags"))
+# The default: asked and read as each source asks for answers (its own convention, extraction.py; Reasoning
+# Gym's "direct" system prompt and answer tags, which the source says why it chose).
+QWEN3 = register(Trainee(profile="qwen3", model="Qwen/Qwen3-0.6B", system_prompt=SOURCE, enable_thinking=False,
+                         extraction=SOURCE))
 
 # SmolLM2-135M-Instruct almost never writes <answer> tags (sampled pass@1 0.005 on easy products
 # with them), and rarely an "Answer:" line when asked (0.02); it writes "The answer is 12." So it is

@@ -289,7 +289,15 @@ def confusion_text(report: Report) -> str:
 def caption(report: Report, section: str):
     """The sentence under a section's title, with the numbers of this run, as HTML: the trainee's
     extraction (text a user typed) goes in as escaped code, never through Markdown."""
-    return shown(_caption(report, section), extraction=report.trainee.extraction)
+    return shown(_caption(report, section), extraction=extractions(report))
+
+
+def extractions(report: Report) -> str:
+    """The extractions the families were read with, as screening recorded them: the trainee's own, or each
+    family's source's where the trainee left it to the source."""
+    used = dict.fromkeys(p.get("extraction") or report.trainee.extraction or "its source's"
+                         for p in report.body["predictions"])
+    return ", ".join(used)
 
 
 def shown(text: str, **code: str):

@@ -169,7 +169,7 @@ class Screener:
             self.loaded = sampling.load(trainee.model)
             self.sampler = sampling.Sampler(self.loaded, trainee, batch_size=self.p.batch)
             self.scorer = scoring.Scorer(deadline_s=self.p.score_deadline_s)
-        trainee, started = self.sampler.trainee, time.perf_counter()
+        trainee, started = self.sampler.trainee.for_source(b.built.source), time.perf_counter()
         try:
             prompts = sampling.prompt_ids(self.loaded.tokenizer, trainee, [t["question"] for t in b.tasks])
             self.sampler.min_cache_len = tier(max(map(len, prompts)) + trainee.max_new_tokens,

@@ -215,15 +215,18 @@ class Sampler:
         self.min_cache_len = min_cache_len
         self.eos = eos_token_ids(self.model, self.tokenizer)
 
-    def sample(self, questions: list[str], k: int = 1, greedy: bool = False) -> Samples:
-        rows = [ids for ids in prompt_ids(self.tokenizer, self.trainee, questions) for _ in range(k)]
-        new = self.trainee.max_new_tokens
+    def sample(self, questions: list[str], k: int = 1, greedy: bool = False, trainee: Trainee | None = None) -> Samples:
+        """k samples per question, asked as trainee asks (the sampler's own, or it as it asks one
+        source's families: Trainee.for_source)."""
+        trainee = trainee or self.trainee
+        rows = [ids for ids in prompt_ids(self.tokenizer, trainee, questions) for _ in range(k)]
+        new = trainee.max_new_tokens
         limit = positions(self.model.config)
         if limit is not None and max(map(len, rows)) + new > limit:
             raise ModelError(f"a prompt of {max(map(len, rows))} tokens plus max_new_tokens={new} exceeds the "
                              f"{limit} positions the model holds: lower the trainee's max_new_tokens")
         length = max(cache_length(rows, new), self.min_cache_len)
-        config = generation_config(self.model, self.tokenizer, self.trainee, greedy, self.fast,
+        config = generation_config(self.model, self.tokenizer, trainee, greedy, self.fast,
                                    length if self.fast else None)
         batch = self.batch_size or auto_batch(self.model, len(rows), length)
         ids = generate_ids(self.model, rows, config, batch, self.tokenizer.pad_token_id, self.eos,
@@ -235,6 +238,7 @@ class Sampler:
             return [items[i * k:(i + 1) * k] for i in range(len(questions))]
         return Samples(grouped(texts), grouped([c for c, _ in ends]), grouped([r for _, r in ends]))
 
-    def complete(self, questions: list[str], k: int = 1, greedy: bool = False) -> list[list[str]]:
+    def complete(self, questions: list[str], k: int = 1, greedy: bool = False,
+                 trainee: Trainee | None = None) -> list[list[str]]:
         """k completions per question (decoded, special tokens skipped), k consecutive copies per prompt."""
-        return self.sample(questions, k, greedy).texts
+        return self.sample(questions, k, greedy, trainee).texts

@@ -67,8 +67,9 @@ def config(**changes):
 
 def corpus() -> list[str]:
     from shortlist import sources, trainee
-    return [trainee.QWEN3.system_prompt] + [t["question"] for name in sources.DEFAULT
-                                      for t in sources.parse(name).tasks(CORPUS_SEEDS)]
+    from shortlist.sources import source
+    return [trainee.QWEN3.for_source(source.DEFAULT).system_prompt] + [
+        t["question"] for name in sources.DEFAULT for t in sources.parse(name).tasks(CORPUS_SEEDS)]
 
 
 def tokenizer(text: list[str] | None = None):

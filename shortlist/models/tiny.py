@@ -80,10 +80,12 @@ def build(dest: Path) -> None:
     from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
 
     from shortlist import trainee
+    from shortlist.sources import source
     transformers.utils.logging.disable_progress_bar()  # save_pretrained's "Writing model shards" bar, on the console
     taught, text = _examples()
     replies = [f"<answer>{t['answer']}</answer>" for t in taught]
-    tok = _tokenizer([trainee.QWEN3.system_prompt] + [t["question"] for t in taught] + replies + text)
+    asked = trainee.QWEN3.for_source(source.DEFAULT)  # Reasoning Gym's families, as the default trainee asks them
+    tok = _tokenizer([asked.system_prompt] + [t["question"] for t in taught] + replies + text)
     im_end, pad = tok.convert_tokens_to_ids("<|im_end|>"), tok.pad_token_id
     config = Qwen3Config(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                          num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=1024,
@@ -102,9 +104,10 @@ def _teach(model, tok, taught: list[dict], replies: list[str], steps: int = 300,
     import torch
 
     from shortlist import trainee
-    rows = []
+    from shortlist.sources import source
+    asked, rows = trainee.QWEN3.for_source(source.DEFAULT), []
     for task, reply in zip(taught, replies):
-        prompt = tok.apply_chat_template(trainee.QWEN3.messages(task["question"]), add_generation_prompt=True,
+        prompt = tok.apply_chat_template(asked.messages(task["question"]), add_generation_prompt=True,
                                          enable_thinking=False, tokenize=True, return_dict=True)["input_ids"]
         answer = tok(reply, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
         rows.append((prompt + answer, [-100] * len(prompt) + answer))

@@ -13,7 +13,11 @@ Families:
                          reset(dataset_name=name, dataset_config=config, seed=seed, size=1),
                          the reset of OpenEnv's own reasoning_gym_env
 A task's gold answer is what the server reveals after a step (the observation's "correct_answer",
-as reasoning_gym_env does); None where it reveals none.
+as reasoning_gym_env does); None where it reveals none. What the trainee's extraction takes from a
+completion is the action sent, so it is what the server scores. It declares no SYSTEM_PROMPT or
+EXTRACTION of its own: its families are asked and read as the default source's are (the "direct"
+prompt, the text inside the last <answer> tags), the convention reasoning_gym_env's tasks expect;
+a trainee that sets its own overrides it.
 
 The server is the boundary the scoring sandbox is for in-process scorers: answers are scored here,
 in the caller's process (REMOTE: the sandbox forbids the network), bounded in what is sent

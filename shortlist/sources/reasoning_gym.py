@@ -18,9 +18,24 @@ import typing
 
 import reasoning_gym
 from reasoning_gym.factory import CURRICULA, DATASETS, create_curriculum
-from reasoning_gym.utils import SYSTEM_PROMPTS, extract_answer  # noqa: F401  the ecosystem's prompt and answer convention
+from reasoning_gym.utils import SYSTEM_PROMPTS, extract_answer  # the ecosystem's prompt and answer convention
 
 VERSION = importlib.metadata.version("reasoning-gym")
+
+# How its families are asked and read where the trainee leaves that to the source (source.py): Reasoning
+# Gym's own convention, the "direct" system prompt and extract_answer (the answer between the last
+# <answer> tags). "direct", not the step-by-step "default", because the default budget is 128 new tokens
+# and a step-by-step answer cut off before its tag scores nothing. Whether a model writes the tags is
+# measured, not assumed: screening and evaluation report the share extracted.
+SYSTEM_PROMPT = SYSTEM_PROMPTS["direct"]
+EXTRACTION = "answer_tags"
+
+
+def _tagged(answer: str) -> str:
+    return f"<answer>{answer}</answer>"
+
+
+EXTRACTORS = {"answer_tags": (extract_answer, _tagged)}  # extraction.py registers it by this name
 NOT_CONFIG = ("seed", "size")  # the proof chooses seeds and builds one task per seed
 
 

@@ -33,6 +33,14 @@ What a source module defines (every function deterministic in its arguments):
     entries(family, config, seeds) -> list[dict]     optional: entry() for many seeds at once (one server session)
     served() -> str                                  optional: which server it reads now (parsed families are
                                                      kept per server)
+    SYSTEM_PROMPT: str, EXTRACTION: str              optional: how its families are asked for an answer and how one
+                                                     is read, where the trainee leaves that to the source (its
+                                                     default): an extraction's name (extraction.py: answer_line,
+                                                     last_number, whole, regex:<pattern>, or one a source brings);
+                                                     each the default source's (Reasoning Gym's "direct" prompt,
+                                                     <answer> tags) where it declares none
+    EXTRACTORS: {name: (read, write)}                optional: extractions it brings, registered by name: read(text)
+                                                     -> answer or None, write(answer) -> the answer as asked for
     REMOTE = True, scores(family, config, jobs)      optional: tasks and scores come from a server, so answers
                                                      are scored in the caller, not in the sandbox (which forbids
                                                      the network): [index, kind, value, refused] per job, as a

@@ -143,3 +143,22 @@ def test_the_evaluation_tasks_are_committed_reserved_and_every_family_says_wheth
         assert held.n == s.eval_n and not seen & {heldout.normalized(t["question"]) for t in evaluated}
         assert sources.fingerprint(evaluated) == held.sha256 == body["tasks"][key]["eval"]
         assert body["heldout"][key]["distinct"] == held.distinct and body["not_judged"][key] == []
+
+
+def test_a_family_is_trained_only_as_it_was_screened(tmp_path):
+    """The default trainee leaves its prompt and extraction to the source: a source whose convention changed
+    after the commit would train and evaluate the family otherwise than it was screened."""
+    s = settings_.make("smoke", out=str(tmp_path / "run"))
+    asked = [s.profile.for_source("reasoning_gym")] * len(s.families)
+    asked[0] = asked[0].replace(extraction="last_number")  # as screened before the source's convention changed
+    screens = [screening.summarize(f, [[1.0, 0.0] * 4] * 8, 1.0, s.profile).as_dict() |
+               {"system_prompt": t.system_prompt, "extraction": t.extraction} for f, t in zip(s.families, asked)]
+    built = {f: commit.family_tasks(s, f) for f in s.families}
+    commit.write(s, screens, {"name": "tiny", "path": "/nowhere", "revision": "x"}, {"deadline_s": 1.0},
+                 {"engine": "static", "why": None, "checks": []},
+                 {f: commit.fingerprints(b) for f, b in built.items()}, {f: b["heldout"] for f, b in built.items()})
+    assert commit.verified(s, s.families[1])  # asked and read as it was screened
+    with pytest.raises(CommitError) as e:
+        commit.verified(s, s.families[0])
+    assert "the trainee now asks with extraction='answer_tags' but the family was screened with 'last_number'" \
+        in str(e.value) and "\n" not in str(e.value)

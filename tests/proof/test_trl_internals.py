@@ -7,7 +7,7 @@ from proof import settings as settings_
 from proof import fast_grpo, train, trl_internals
 from shortlist.generation import sampling
 
-SMOKE = settings_.make("smoke").profile  # the qwen3 profile at 16 new tokens, on the tiny model
+SMOKE = settings_.make("smoke").profile.for_source("reasoning_gym")  # the qwen3 profile at 16 new tokens, on tiny
 
 
 
@@ -78,7 +78,7 @@ def fast_and_trl(tmp_path_factory):
         fast_grpo.InferenceCopy(loaded.model), fast_grpo.generate, model=loaded.model, processing_class=loaded.tokenizer,
         reward_funcs=[lambda completions, **_: [0.0] * len(completions)],
         args=train.grpo_config(s, str(tmp_path_factory.mktemp("grpo"))),
-        train_dataset=Dataset.from_list([{"prompt": s.profile.messages("1 + 1 = ?"), "seed": 0}] * 8),
+        train_dataset=Dataset.from_list([{"prompt": SMOKE.messages("1 + 1 = ?"), "seed": 0}] * 8),
         peft_config=LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", task_type="CAUSAL_LM"))
     torch.manual_seed(0)
     with torch.no_grad():
@@ -87,7 +87,7 @@ def fast_and_trl(tmp_path_factory):
                 p.normal_(0, 3.0)  # far enough that greedy answers differ from the base model's, whichever tiny
     questions = [f"State the final answer to the following arithmetic problem: {a} + {b} =" for a, b in
                  [(1, 2), (3, 4), (12, 7), (5, 5)]]
-    rows = [ids for ids in sampling.prompt_ids(loaded.tokenizer, s.profile, questions) for _ in range(8)]
+    rows = [ids for ids in sampling.prompt_ids(loaded.tokenizer, SMOKE, questions) for _ in range(8)]
     return trainer, rows
 
 

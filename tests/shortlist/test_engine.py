@@ -8,7 +8,7 @@ from shortlist import trainee as trainee_
 from shortlist.generation import engine
 from shortlist.generation import sampling
 
-SMOKE = trainee_.resolve("qwen3(max_new_tokens=16)").replace(model="tiny")
+SMOKE = trainee_.resolve("qwen3(max_new_tokens=16)").replace(model="tiny").for_source("reasoning_gym")
 QUESTIONS = [f"State the final answer to the following arithmetic problem: {a} + {b} =" for a, b in
              [(1, 2), (3, 4), (12, 7), (5, 5)]]
 

@@ -22,7 +22,7 @@ def on_gpu():
 
 def test_cuda_graphs_decode_what_generate_decodes(on_gpu):
     engine.reset()
-    who = trainee_.resolve("qwen3(max_new_tokens=16)").replace(model="tiny")
+    who = trainee_.resolve("qwen3(max_new_tokens=16)").replace(model="tiny").for_source("reasoning_gym")
     fast = sampling.Sampler(on_gpu, who, batch_size=8, fast=True).complete(QUESTIONS, greedy=True)
     reference = sampling.Sampler(on_gpu, who, batch_size=8, fast=False).complete(QUESTIONS, greedy=True)
     assert fast == reference

@@ -5,7 +5,8 @@ from shortlist import trainee
 from shortlist.generation import engine, hf_internals, sampling
 from shortlist.trainee import QWEN3
 
-SMOKE = trainee.resolve("qwen3(max_new_tokens=16)").replace(model="tiny")  # the smoke preset's trainee
+# the smoke preset's trainee, as it asks Reasoning Gym's families
+SMOKE = trainee.resolve("qwen3(max_new_tokens=16)").replace(model="tiny").for_source("reasoning_gym")
 
 
 def trainee_with(**changes):

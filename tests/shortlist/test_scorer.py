@@ -18,7 +18,7 @@ MALFORMED = ["The answer is 4.", "<answer>4", "<answer></answer>", "", "\x00<ans
 
 @pytest.mark.parametrize("family", families.DEFAULT)
 def test_malformed_completions_score_zero_in_every_default_family(scorer, family):
-    answers = [trainee.QWEN3.clean(c) for c in MALFORMED]
+    answers = [trainee.QWEN3.for_source("reasoning_gym").clean(c) for c in MALFORMED]
     assert scorer.score(family, [500] * len(answers), answers) == [0.0] * len(MALFORMED)
 
 

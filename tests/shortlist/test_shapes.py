@@ -5,6 +5,8 @@ from shortlist.generation import sampling
 from shortlist.models import shapes
 from shortlist import trainee
 
+ASKED = trainee.QWEN3.for_source("reasoning_gym")  # the default trainee, as it asks Reasoning Gym's families
+
 SMALL = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
          "num_key_value_heads": 2, "head_dim": 16}  # the same kind and vocabulary, a test's size
 
@@ -58,11 +60,11 @@ def test_added_tokens_sit_at_qwen3s_ids(small):
 def test_tokenizes_like_qwen_digits_apart_words_whole(small):
     tok = small.tokenizer
     assert tok.tokenize("12 + 7") == ["1", "2", "Ġ+", "Ġ", "7"]
-    assert len(tok(trainee.QWEN3.system_prompt)["input_ids"]) < 35  # ~1 token a word, as Qwen3's own
+    assert len(tok(ASKED.system_prompt)["input_ids"]) < 35  # ~1 token a word, as Qwen3's own
 
 
 def test_chat_template_takes_enable_thinking(small):
-    off = small.tokenizer.apply_chat_template(trainee.QWEN3.messages("q"), add_generation_prompt=True, tokenize=False,
+    off = small.tokenizer.apply_chat_template(ASKED.messages("q"), add_generation_prompt=True, tokenize=False,
                                               enable_thinking=False)
     assert off.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
 
@@ -70,7 +72,7 @@ def test_chat_template_takes_enable_thinking(small):
 def test_loads_with_qwen3s_generation_config_and_samples(small):
     g = small.model.generation_config
     assert (g.top_k, g.top_p, g.temperature, g.eos_token_id) == (20, 0.95, 0.6, [151645, 151643])
-    sampler = sampling.Sampler(small, trainee.QWEN3.replace(max_new_tokens=8))
+    sampler = sampling.Sampler(small, ASKED.replace(max_new_tokens=8))
     used = sampling.generation_config(small.model, small.tokenizer, sampler.trainee)
     assert (used.top_k, used.top_p, used.temperature) == (0, 1.0, 1.0)  # GRPO's, not the model's own
     draws = []

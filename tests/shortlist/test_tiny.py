@@ -3,6 +3,8 @@ from pathlib import Path
 from shortlist.models import tiny
 from shortlist import trainee
 
+ASKED = trainee.QWEN3.for_source("reasoning_gym")  # the default trainee, as it asks Reasoning Gym's families
+
 
 def test_builds_once_into_its_cache(tiny_model):
     path = tiny.ensure()
@@ -19,9 +21,9 @@ def test_is_qwen3_shaped_and_small(tiny_model):
 
 def test_chat_template_honours_enable_thinking(tiny_model):
     tok = tiny_model.tokenizer
-    off = tok.apply_chat_template(trainee.QWEN3.messages("q"), add_generation_prompt=True, tokenize=False,
+    off = tok.apply_chat_template(ASKED.messages("q"), add_generation_prompt=True, tokenize=False,
                                   enable_thinking=False)
-    on = tok.apply_chat_template(trainee.QWEN3.messages("q"), add_generation_prompt=True, tokenize=False)
+    on = tok.apply_chat_template(ASKED.messages("q"), add_generation_prompt=True, tokenize=False)
     assert off.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n") and on.endswith("<|im_start|>assistant\n")
 
 

@@ -2,8 +2,10 @@ import json
 
 import pytest
 
-from shortlist import trainee
+from shortlist import extraction, trainee
 from shortlist.trainee import QWEN3, SMOLLM2, Trainee, TraineeError
+
+RG = QWEN3.for_source("reasoning_gym")  # the default trainee, as it asks and reads Reasoning Gym's families
 
 
 def test_rule_gives_each_verdict_on_its_side_of_the_thresholds():
@@ -42,10 +44,10 @@ def test_only_improves_predicts_a_change(verdict):
     ("<answer>unterminated", None),
 ])
 def test_qwen3_extracts_the_last_tagged_answer(text, answer):
-    assert QWEN3.clean(text) == answer
+    assert RG.clean(text) == answer
 
 
-@pytest.mark.parametrize("extraction, text, answer", [
+@pytest.mark.parametrize("name, text, answer", [
     ("last_number", "3 times 4 is 12.\nAnswer: 12", "12"),
     ("last_number", "The total is -1,234.5 legs", "-1234.5"),
     ("last_number", "no digits here", None),
@@ -54,16 +56,28 @@ def test_qwen3_extracts_the_last_tagged_answer(text, answer):
     ("answer_line", "no line", None),
     ("regex:FINAL=(\\w+)", "FINAL=a then FINAL=b", "b"),
     ("regex:\\d+", "1 and 22", "22"),
+    ("whole", "  blue, red \n", "blue, red"),
+    ("whole", "<think>hm</think> 7", "7"),
+    ("whole", " \n", None),
 ])
-def test_extractions(extraction, text, answer):
-    assert QWEN3.replace(extraction=extraction).clean(text) == answer
+def test_extractions(name, text, answer):
+    assert QWEN3.replace(extraction=name).clean(text) == answer
 
 
 def test_messages_use_the_profiles_system_prompt():
-    from reasoning_gym.utils import SYSTEM_PROMPTS
-    assert QWEN3.messages("What is 2+2?") == [{"role": "system", "content": SYSTEM_PROMPTS["direct"]},
-                                              {"role": "user", "content": "What is 2+2?"}]
+    from reasoning_gym.utils import SYSTEM_PROMPTS, extract_answer
+    assert RG.messages("What is 2+2?") == [{"role": "system", "content": SYSTEM_PROMPTS["direct"]},
+                                           {"role": "user", "content": "What is 2+2?"}]
+    assert (RG.extraction, extraction.extractor(RG.extraction)) == ("answer_tags", extract_answer)  # as before
     assert QWEN3.replace(system_prompt="").messages("q") == [{"role": "user", "content": "q"}]
+
+
+def test_what_the_default_leaves_to_the_source_is_only_read_through_it():
+    assert (QWEN3.system_prompt, QWEN3.extraction) == (trainee.SOURCE, trainee.SOURCE)
+    for use in (lambda: QWEN3.messages("q"), lambda: QWEN3.clean("<answer>1</answer>"), lambda: QWEN3.written("1")):
+        with pytest.raises(TraineeError, match="to the source: ask and read through"):
+            use()
+    assert SMOLLM2.for_source("reasoning_gym") is SMOLLM2  # set for every source: nothing to resolve
 
 
 def test_profiles_sample_on_policy():
@@ -125,7 +139,7 @@ def test_resolve_named_profiles_and_overrides(spec, field, value):
     ("qwen3(top_p=1.5)", "top_p=1.5"),
     ("qwen3(max_new_tokens=100000)", "max_new_tokens=100000"),
     ("qwen3(pass_min=0.95)", "must be below pass_max"),
-    ("qwen3(extraction='tags')", "unknown extraction 'tags'"),
+    ("qwen3(extraction='tags')", "unknown extraction 'tags'; use one of answer_line, last_number, whole, answer_tags"),
     ("qwen3(extraction='regex:(')", "extraction 'regex:('"),
     (r"qwen3(extraction='regex:(-)?(\\d+)')", "a match can leave its first group unset"),
     (r"qwen3(extraction='regex:Answer: (\\d+)|(none)')", "a match can leave its first group unset"),
@@ -180,10 +194,10 @@ def test_the_audits_verdicts_come_before_the_rest_of_the_rule():
     assert "unscorable if" in t.rule_text() and "guessable if" in t.rule_text() and "unverified" in t.rule_text()
 
 
-@pytest.mark.parametrize("extraction, written", [("answer_tags", "<answer>7</answer>"), ("answer_line", "Answer: 7"),
-                                                 ("last_number", "Answer: 7"), ("regex:(\\d+)", "7")])
-def test_an_answer_is_written_as_the_trainee_is_asked_to_write_it_and_reads_back(extraction, written):
-    t = QWEN3.replace(extraction=extraction)
+@pytest.mark.parametrize("name, written", [("answer_tags", "<answer>7</answer>"), ("answer_line", "Answer: 7"),
+                                           ("last_number", "Answer: 7"), ("regex:(\\d+)", "7"), ("whole", "7")])
+def test_an_answer_is_written_as_the_trainee_is_asked_to_write_it_and_reads_back(name, written):
+    t = QWEN3.replace(extraction=name)
     assert t.written("7") == written and t.clean(t.written("7")) == "7"
 
 
@@ -193,14 +207,14 @@ def test_a_sound_regex_is_not_refused_and_reads_its_answer():
 
 
 def test_a_regex_past_its_timeout_on_a_completion_holds_no_answer(monkeypatch):
-    monkeypatch.setattr(trainee, "_probes", lambda source: [])  # as if the probes had missed it
-    trainee._by_pattern.cache_clear()
+    monkeypatch.setattr(extraction, "_probes", lambda source: [])  # as if the probes had missed it
+    extraction._by_pattern.cache_clear()
     try:
         t = QWEN3.replace(extraction="regex:(a+)+$")
         assert t.clean("a" * 5000 + "!") is None  # past REGEX_TIMEOUT_S: scores 0, never hangs the run
         assert t.clean("aaa") == "aaa"
     finally:
-        trainee._by_pattern.cache_clear()
+        extraction._by_pattern.cache_clear()
 
 
 def test_trainee_files_that_cannot_be_read_whole_are_one_line(tmp_path):
