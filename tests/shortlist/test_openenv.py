@@ -153,3 +153,13 @@ def test_proof_run_takes_the_presets_families_as_the_servers(served, capsys, no_
     assert "goes with --source openenv" in capsys.readouterr().err
     assert proof_main(["run", "--preset", "smoke", "--source", "openenv", "--env-url", "http://127.0.0.1:9"]) == 2
     assert re.search(r"^error: .*cannot be reached", capsys.readouterr().err)
+
+
+def test_a_servers_answers_go_to_it_once_each_and_no_warm_up_or_scoring_process_adds_calls(served, monkeypatch):
+    family = sources.parse(f"openenv.{SPEC}")
+    gold, sent, scores = family.task(3)["answer"], [], openenv.scores
+    monkeypatch.setattr(openenv, "scores", lambda name, config, jobs: sent.extend(jobs) or scores(name, config, jobs))
+    with Scorer(workers=1) as scorer:
+        assert scorer.score(family, [3, 3], [gold, "7"]) == [1.0, 0.0]
+        assert scorer._zygotes == {}  # scored here: no zygote, so no warm-up scoring of the gold answer
+    assert [answer for _, _, answer in sent] == [gold, "7"]
