@@ -39,7 +39,7 @@ def _settings_help() -> str:
     """Every setting with its default (the full preset's), from the Settings record itself."""
     shown = [f"{name}={value!r}" for name, value in settings_.DEFAULTS.items() if name not in ("families", "source")]
     return ("override a setting (repeatable); the settings, with the full preset's defaults: families (as "
-            f"--families), {', '.join(shown)}").replace("%", "%%")
+            f"--families), source (as --source and its options), {', '.join(shown)}").replace("%", "%%")
 
 
 def _parser() -> argparse.ArgumentParser:
