@@ -7,6 +7,7 @@ examples:
     python -m proof run --out results/qwen3 --per-gpu 4      # four families at once on each GPU
     python -m proof run --out results/qwen3 --executor ray --address auto   # on a Ray cluster (README)
     python -m proof report --out examples/smollm2            # the report again, from the folder alone
+    python -m proof run --source openenv --env-url http://127.0.0.1:8000 --families env   # an OpenEnv server
 
 from a shortlist to a proof:
     python -m shortlist screen --all --levels --out results/catalog     # the catalog: every family's levels
@@ -22,9 +23,9 @@ import sys
 
 # only what the parser needs: --help imports no environment, no torch (the rest once the input is parsed)
 from proof import settings as settings_
-from proof.settings import SettingsError
 from shortlist import executors, sources
 from shortlist.errors import OneLine
+from shortlist.sources import flags
 from shortlist.sources import source as source_
 
 RUN = """The whole proof, resumable, ending in <out>/report.html: 01_predict once (the verdicts committed with their
@@ -36,9 +37,9 @@ and trainee it committed. No model, no GPU, no training; not while a run is writ
 
 def _settings_help() -> str:
     """Every setting with its default (the full preset's), from the Settings record itself."""
-    shown = [f"{name}={value!r}" for name, value in settings_.DEFAULTS.items() if name != "families"]
+    shown = [f"{name}={value!r}" for name, value in settings_.DEFAULTS.items() if name not in ("families", "source")]
     return ("override a setting (repeatable); the settings, with the full preset's defaults: families (as "
-            f"--families), {', '.join(shown)}").replace("%", "%%")
+            f"--families), source (as --source and its options), {', '.join(shown)}").replace("%", "%%")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -60,10 +61,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--out", help=f"the output folder (default: the preset's: {settings_.DEFAULTS['out']} for full, "
                                    f"{settings_.PRESETS['smoke']['out']} for smoke)")
     run.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help=_settings_help())
-    run.add_argument("--source", default=source_.DEFAULT,
-                     help=f"whose families: {', '.join(source_.SOURCES)} (default: %(default)s); names in "
-                          "--families (or the preset's) without a source's prefix are its")
-    run.add_argument("--env-url", help="the OpenEnv server's URL, for --source openenv (README: Your own environments)")
+    flags.add_arguments(run)  # --source (names in --families, or the preset's, without a prefix are its) and its options
     executors.add_arguments(run)
     again = sub.add_parser("report", help="rebuild <out>/report.html from an output folder: no model, no GPU",
                            description=REPORT, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -77,11 +75,21 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "report":
         return _report(args.out)
+    try:  # the run's sources: a local server is served while the run runs, and stopped after
+        chosen = flags.choice(args)
+        with chosen.serving() as chosen:
+            return _run(args, chosen)
+    except OneLine as e:  # a source, an option of it, a local server that did not come up
+        print(f"error: {e}", file=sys.stderr)
+        return e.exit_code
+
+
+def _run(args, chosen) -> int:
     try:  # every bad input is one line, before any model loads
         overrides = dict(settings_.parse_override(item) for item in args.set)
         overrides |= {k: v for k, v in (("families", args.families), ("out", args.out), ("model", args.model),
                                          ("trainee", args.trainee)) if v is not None}
-        overrides |= _sourced(args)
+        overrides |= _sourced(args, chosen)
         settings = settings_.make(args.preset, **overrides)
         where = executors.from_args(args)
     except OneLine as e:
@@ -105,20 +113,14 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _sourced(args) -> dict:
-    """--source and --env-url: the families (given, or the preset's) as that source's, its server named."""
-    if args.env_url:
-        if args.source != "openenv":
-            raise SettingsError("--env-url names an OpenEnv server: it goes with --source openenv")
-        from shortlist.sources import openenv
-        openenv.connect(args.env_url)  # every notebook's kernel inherits it; the commitment records the server
-    if args.source == source_.DEFAULT:
-        return {}
-    if args.source not in source_.SOURCES:
-        raise SettingsError(f"--source {args.source}: unknown; sources: {', '.join(source_.SOURCES)}")
+def _sourced(args, chosen: source_.Choice) -> dict:
+    """The run's sources (every notebook's kernel gets them with the settings), and the families (given,
+    or the preset's) as the chosen source's."""
+    if chosen.name == source_.DEFAULT:
+        return {"source": chosen}
     given = args.families or settings_.PRESETS.get(args.preset or "full", {}).get("families",
                                                                                  settings_.DEFAULTS["families"])
-    return {"families": [f.key for f in sources.parse_list(given, args.source)]}
+    return {"source": chosen, "families": [f.key for f in sources.parse_list(given, chosen.name)]}
 
 
 def _report(out: str) -> int:

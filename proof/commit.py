@@ -53,7 +53,7 @@ def family_tasks(settings: Settings, family, held: heldout.HeldOut | None = None
 TASK_SETS = ("train", "predict", "eval")
 # what of a source's identity must be the same at training time: which server served the tasks (a package's
 # version alone may change where the fingerprints do not)
-SERVED_BY = ("source", "url", "env", "env_version")
+SERVED_BY = ("source", "url", "local", "env", "env_version")
 
 
 def fingerprints(built: dict, family=None) -> dict:
@@ -70,7 +70,7 @@ def write(settings: Settings, screens: list[dict], model_source: dict, scoring: 
     plan = analysis.plan(settings)
     plan["power"] = rules.power(settings.profile.as_dict(), screens, judged)  # what the comparisons could show
     body = {"schema": SCHEMA, **provenance.stamp(), "model": model_source, "trainee": settings.profile.as_dict(),
-            "settings": settings.protocol(), "families": list(settings.families),
+            "settings": settings.protocol(), "source": settings.source.as_dict(), "families": list(settings.families),
             "seed_ranges": {k: [r.start, r.stop] for k, r in settings.seed_ranges().items()},
             "tasks": tasks,
             "heldout": {key: h.as_dict() for key, h in held.items()}, "not_judged": judged,
@@ -189,7 +189,7 @@ def tasks_verified(body: dict, family, built: dict) -> None:
     served = {k: committed_.get("source", {}).get(k) for k in SERVED_BY}
     if "source" in committed_ and served != {k: now["source"].get(k) for k in SERVED_BY}:
         raise CommitError(f"{key}: its tasks come from {_served(now['source'])} here, committed from "
-                          f"{_served(committed_['source'])}: serve them as they were committed (--env-url), "
+                          f"{_served(committed_['source'])}: serve them as they were committed (--env-url, --env-local), "
                           "or commit anew")
     for name, sha in committed_.items():
         if name == "source":

@@ -66,7 +66,8 @@ def report_again(out) -> Path:
     body, sha = commit.committed(out, commit.READABLE)
     known = set(settings_.names())
     committed_as = {"reserve": False} | {k: v for k, v in body["settings"].items() if k in known}  # before reserve: False
-    settings = settings_.make(**committed_as, families=body["families"], trainee=body["trainee"], out=out)
+    settings = settings_.make(**committed_as, families=body["families"], trainee=body["trainee"], out=out,
+                              source=body.get("source"))  # the run's sources as recorded (None: this process's)
     output.check_writable(out)  # a read-only folder: one line before anything, the lock included
     with executors.one_run(out):  # not beside a run that is writing the same folder
         return build_report(settings, sha)

@@ -46,6 +46,9 @@ class Settings:
     trainee: str = "qwen3"  # a profile (shortlist/trainee.py), "profile(field=value, ...)", a .json file, or a record
     model: str = ""  # a hub name, a local folder, or "tiny" (built offline); "": the trainee's own
     families: tuple = sources.DEFAULT
+    # whose families, with the source's options (--source, --env-url...): a source.Choice, its as_dict(),
+    # or None: this process's. Each process that makes the Settings (a notebook's kernel) configures it.
+    source: object = None
     out: str = "results"  # every file a run writes goes under this folder
     # GRPO + LoRA (the seed's hyper-parameters)
     steps: int = 100
@@ -82,6 +85,7 @@ class Settings:
         for f in fields(self):  # 1 means 1.0 where a float is due (a papermill or YAML int)
             if type(f.default) is float and type(getattr(self, f.name)) is int:
                 object.__setattr__(self, f.name, float(getattr(self, f.name)))
+        object.__setattr__(self, "source", sources.source.Choice.of(self.source).configure())
         fams = self.families
         if not (isinstance(fams, str) or isinstance(fams, (list, tuple)) and all(isinstance(f, (str, sources.Family))
                                                                                  for f in fams)):
@@ -124,8 +128,8 @@ class Settings:
     def validate(self) -> "Settings":
         for f in fields(self):
             value, kind = getattr(self, f.name), type(f.default)
-            if f.name == "trainee" and isinstance(value, dict):
-                continue  # a trainee record, checked by Trainee.from_dict above
+            if f.name == "trainee" and isinstance(value, dict) or f.name == "source":
+                continue  # a trainee record, checked by Trainee.from_dict above; a Choice, checked by configure()
             if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
                 raise SettingsError(f"{f.name}={value!r}: must be {kind.__name__}")
         within = {"steps": (1, 100_000), "prompts_per_step": (1, 4096), "batch_per_device": (1, 4096),
@@ -187,7 +191,8 @@ class Settings:
         return {k: v for k, v in self.as_dict().items() if k not in SPEED_ONLY}
 
     def as_dict(self) -> dict:
-        return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v for f in fields(self)}
+        return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v for f in fields(self)} | {
+            "source": self.source.as_dict()}
 
     def replace(self, **changes) -> "Settings":
         return dataclasses.replace(self, **changes)
@@ -200,7 +205,9 @@ def heldout_walk() -> int:
 
 SEED_MAX = defaults.SEED_MAX
 DEFAULTS = {f.name: f.default for f in fields(Settings)}  # the seed's protocol, without making (checking) a Settings
-SPEED_ONLY = ("out", "families", "sample_batch", "fast", "trainee", "model")
+# not compared as the protocol: the source is checked per family, by what served its tasks (commit.py), since a
+# server started here (--env-local) has another port each run; predictions.json records it beside
+SPEED_ONLY = ("out", "families", "sample_batch", "fast", "trainee", "model", "source")
 
 
 def names() -> list[str]:
@@ -234,6 +241,8 @@ def parse_override(text: str) -> tuple[str, object]:
     name = name.strip().replace("-", "_")
     if not sep or name not in names():
         raise SettingsError(f"--set {text!r}: write name=value with a name from {', '.join(names())}")
+    if name == "source":
+        raise SettingsError(f"--set {text[:80]!r}: give the source with --source and its options (--env-url...)")
     default = DEFAULTS[name]
     if isinstance(default, str):
         return name, raw

@@ -8,6 +8,7 @@ examples:
     python -m shortlist screen --all --out results/catalog --executor ray --address auto   # on a Ray cluster
     python -m shortlist families      # every Reasoning Gym family that builds with its defaults
     python -m shortlist screen --source openenv --env-url http://127.0.0.1:8000 --families env   # an OpenEnv server
+    python -m shortlist screen --source openenv --env-local myenv.py:app --families env   # one started here
 
 from a shortlist to a proof: a row's "spec" (the spec column of <out>/shortlist.csv, or shortlist.json) is a
 family spec the proof takes unchanged,
@@ -24,6 +25,7 @@ from pathlib import Path
 
 # only what the parser needs: --help imports no environment, no torch (the rest once the input is parsed)
 from shortlist import defaults, executors, sources
+from shortlist.sources import flags
 from shortlist.errors import OneLine
 
 SCREEN = """Sample the trainee on each family exactly as GRPO will (--tasks tasks x the trainee's group) and print a
@@ -57,26 +59,34 @@ def _parser() -> argparse.ArgumentParser:
     executors.add_arguments(sc)
     fa = sub.add_parser("families", help="list the families that build with their default config")
     for p in (sc, fa):
-        _source_arguments(p)
+        flags.add_arguments(p)  # --source and every source's own options (--env-url, --env-local)
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Exit status: 0 done, 2 input refused (one line), 1 a failure during the work."""
     args = _parser().parse_args(argv)
+    try:  # the run's sources: a local server is served while the command runs, and stopped after
+        chosen = flags.choice(args)
+        with chosen.serving() as chosen:
+            return _families(args) if args.command == "families" else _screen(args, chosen)
+    except OneLine as e:  # a source, an option of it, a local server that did not come up
+        print(f"error: {e}", file=sys.stderr)
+        return e.exit_code
+
+
+def _screen(args, choice) -> int:
     from shortlist import output, trainee
     from shortlist.models import config as models
 
-    if args.command == "families":
-        return _families(args)
     started = time.perf_counter()
     catalog_run = args.all or args.levels
     try:  # every bad input is one line, before any model loads
-        _choose_source(args)
         who = trainee.resolve(args.trainee)
         who = who.replace(model=args.model) if args.model else who
         where = executors.from_args(args)
         if catalog_run:
-            plan = _catalog_plan(args, who)
+            plan = _catalog_plan(args, who, choice)
         else:
             if args.out or args.budget_min is not None or where != executors.Placement():
                 raise ValueError("--out, --budget-min and where jobs run (--executor, --per-gpu...) go with --all "
@@ -115,18 +125,19 @@ def main(argv: list[str] | None = None) -> int:
             "settings": {"tasks": args.tasks, "first_seed": args.first_seed, "batch": args.batch},
             **provenance.stamp(), "engine": engine.status(), "scoring": scored_by,
             "sources": {name: sources.source.identity(name) for name in sorted({f.source for f in chosen})},
+            "source": choice.as_dict(),  # the run's choice: --source and its options
             "screens": [s.as_dict() for s in screens]})
     return 0
 
 
-def _catalog_plan(args, who):
+def _catalog_plan(args, who, choice):
     from shortlist.catalog import run as catalog
     if args.all and args.families:
         raise ValueError("--all screens every family; give --families with --levels alone")
     if args.json:
         raise ValueError("--json is for a screen of named families; the catalog writes <out>/shortlist.json")
     names = None if args.all else args.families or _default_families(args.source)
-    p = catalog.plan(who, names, source=args.source, walk=args.levels, tasks=args.tasks, first_seed=args.first_seed, batch=args.batch,
+    p = catalog.plan(who, names, source=choice, walk=args.levels, tasks=args.tasks, first_seed=args.first_seed, batch=args.batch,
                      budget_min=args.budget_min, out=args.out or catalog.OUT)
     return p  # the folder is made by catalog.run, once the model is known good
 
@@ -147,30 +158,7 @@ def _catalog(p, where, started: float) -> int:
     return 0
 
 
-def _source_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--source", default=sources.source.DEFAULT,
-                   help=f"whose families: {', '.join(sources.source.SOURCES)} (default {sources.source.DEFAULT}); "
-                        "a family spelled source.name names its own")
-    p.add_argument("--env-url", help="the OpenEnv server's URL, for --source openenv (README: Your own environments)")
-
-
-def _choose_source(args) -> None:
-    """The source as a value: known, and given its server where it takes one; one line otherwise."""
-    if args.source not in sources.source.SOURCES:
-        raise ValueError(f"--source {args.source}: unknown; sources: {', '.join(sources.source.SOURCES)}")
-    if args.env_url:
-        if args.source != "openenv":
-            raise ValueError("--env-url names an OpenEnv server: it goes with --source openenv")
-        from shortlist.sources import openenv
-        openenv.connect(args.env_url)
-
-
 def _families(args) -> int:
-    try:
-        _choose_source(args)
-    except (OneLine, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
     try:
         print("\n".join(sources.creatable(args.source)))
     except OneLine as e:  # a server that cannot be reached

@@ -98,7 +98,7 @@ class OpenEnvServer:
 
 @pytest.fixture(scope="session")
 def openenv_server():
-    """One Reasoning Gym server for the session (its URL); each test names it with openenv.connect()."""
+    """One Reasoning Gym server for the session (its URL); each test names it with served()."""
     if not OPENENV:
         pytest.fail("openenv-core is not installed: pip install -e '.[openenv]' (make openenv)")
     server = OpenEnvServer()
@@ -107,8 +107,18 @@ def openenv_server():
 
 
 @pytest.fixture
-def served(openenv_server, monkeypatch):
-    """The session's server named for this test (and the processes it starts) as sources/openenv.py reads it."""
-    from shortlist.sources import openenv
-    monkeypatch.setenv(openenv.URL_VARIABLE, openenv_server.url)
-    return openenv_server
+def served(openenv_server):
+    """The session's server named for this test as the run's source choice names it (configured here; the
+    processes the test starts get it with what they are handed); forgotten after."""
+    chosen(openenv_server.url)
+    yield openenv_server
+    chosen(None)
+
+
+def chosen(url: str | None):
+    """--source openenv --env-url url, configured in this process (None: Reasoning Gym, no server named)."""
+    from shortlist.sources import source
+    if url is None:
+        source.Choice("openenv").configure()  # forgets the server
+        return source.Choice().configure()
+    return source.Choice("openenv", {"env_url": url}).configure()

@@ -121,16 +121,19 @@ class Plan:
     deadline: float | None = None  # clock() after which no screen starts; filled in by run()
     run: str = ""  # which run: the workers' records name it; filled in by run()
     label: str = "cpu"  # which worker: "gpu <n>", or "cpu"
-    source: str = sources.source.DEFAULT  # whose families (--source)
+    # whose families (--source), with the source's options (a server's URL): configured in each process
+    # that makes the plan, a worker included, so that nothing else need carry them
+    source: sources.source.Choice = sources.source.Choice()
 
     def __post_init__(self):
         object.__setattr__(self, "families", tuple(self.families))
+        object.__setattr__(self, "source", sources.source.Choice.of(self.source).configure())
         if isinstance(self.trainee, dict):
             object.__setattr__(self, "trainee", Trainee.from_dict(self.trainee))
         if not self.families:
             raise CatalogError("no families to screen")
         for name in self.families:
-            sources.check_name(name, self.source)
+            sources.check_name(name, self.source.name)
         if len(set(self.families)) < len(self.families):
             raise CatalogError("a family is listed twice")
         if (bad := output.path_error(self.out, "--out")) is not None:
@@ -149,13 +152,14 @@ class Plan:
     def identity(self) -> dict:
         """What a kept row must have been screened under: the same model, trainee, tasks and seeds."""
         from shortlist.sources import source
-        served = {"reasoning_gym": source.get().VERSION} if self.source == source.DEFAULT else {
-            "source": source.identity(self.source)}  # a server's URL, environment and version too
+        served = {"reasoning_gym": source.get().VERSION} if self.source.name == source.DEFAULT else {
+            "source": source.identity(self.source.name)}  # a server's URL, environment and version too
         return {"model": self.model_identity, "trainee": self.trainee.as_dict(), "tasks": self.tasks,
                 "first_seed": self.first_seed, "seed": self.seed, **served}
 
     def as_dict(self) -> dict:
-        return dataclasses.asdict(self) | {"families": list(self.families), "trainee": self.trainee.as_dict()}
+        return dataclasses.asdict(self) | {"families": list(self.families), "trainee": self.trainee.as_dict(),
+                                           "source": self.source.as_dict()}
 
     def replace(self, **changes) -> "Plan":
         return dataclasses.replace(self, **changes)

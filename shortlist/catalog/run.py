@@ -44,8 +44,11 @@ def every_family(source: str = source_.DEFAULT) -> list[str]:
     return source_.get(source).names()
 
 
-def plan(trainee: Trainee, names=None, source: str = source_.DEFAULT, **settings) -> Plan:
-    """A Plan for these family names of a source (every_family() when None); bad input is one line."""
+def plan(trainee: Trainee, names=None, source=None, **settings) -> Plan:
+    """A Plan for these family names of a source (a source.Choice, its name, or None: this process's
+    choice) (every_family() when None); bad input is one line."""
+    chosen = source_.Choice.of(source).configure()
+    source = chosen.name
     if names is None:
         names = every_family(source)
     elif isinstance(names, str):
@@ -56,7 +59,7 @@ def plan(trainee: Trainee, names=None, source: str = source_.DEFAULT, **settings
         if config:
             raise CatalogError(f"{text.strip()}: the catalog takes the config from {name}'s levels; give the name alone")
         checked.append(levels_.check_name(name, source))
-    return Plan(trainee=trainee, families=tuple(checked), source=source, **settings)
+    return Plan(trainee=trainee, families=tuple(checked), source=chosen, **settings)
 
 
 def run(p: Plan, log=print, where: executors.Placement | None = None) -> Catalog:
@@ -133,7 +136,7 @@ def assemble(p: Plan, exits: dict, wall_s: float) -> Catalog:
     for name in p.families:
         found = files.read_walk(p.out, name)
         if found is None or found.identity != p.identity():
-            unreached.append(Unreached(name, levels_.first(name, p.source), died.get(name, "the budget ran out")))
+            unreached.append(Unreached(name, levels_.first(name, p.source.name), died.get(name, "the budget ran out")))
             continue
         rows += found.rows
         failures += found.failures

@@ -47,10 +47,12 @@ class Built:
     seconds: float = 0.0  # to build the tasks
 
 
-def build(name: str, level: int | None, first_seed: int, n: int, source: str = sources.source.DEFAULT) -> Built:
-    """The tasks of a family at a level: what a builder process runs. Never raises: a failure is data."""
+def build(name: str, level: int | None, first_seed: int, n: int, chosen=None) -> Built:
+    """The tasks of a family at a level: what a builder process runs, under the run's source Choice
+    (configured here: a builder is a process of its own). Never raises: a failure is data."""
     where, started = None, time.perf_counter()
     try:
+        source = sources.source.Choice.of(chosen).configure().name
         where = levels_.at(name, level, source)
         family = sources.parse(where.spec, source)  # the family's own validate(): impossible configs fail here
         tasks = family.tasks(range(first_seed, first_seed + n))
@@ -64,8 +66,8 @@ def build(name: str, level: int | None, first_seed: int, n: int, source: str = s
 class Builders:
     """Tasks built in `processes` processes of their own (0: in this one, when asked for)."""
 
-    def __init__(self, processes: int, first_seed: int, n: int, source: str = sources.source.DEFAULT):
-        self.args, self.queued, self.running, self.ready = (first_seed, n, source), deque(), {}, []
+    def __init__(self, processes: int, first_seed: int, n: int, chosen=None):
+        self.args, self.queued, self.running, self.ready = (first_seed, n, chosen), deque(), {}, []
         # spawn: a builder needs Reasoning Gym, not this process's CUDA context or threads
         context = mp.get_context("spawn")
         self._started = context.SimpleQueue()  # each builder's pid, put as it starts: close() kills them
@@ -200,7 +202,7 @@ class _WalkInProgress:
     def __init__(self, p: Plan, name: str):
         old = files.read_walk(p.out, name)
         self.cache = {r.level: r for r in old.rows} if old and old.identity == p.identity() else {}
-        self.walk = Walk(name, p.identity(), next=levels_.first(name, p.source))
+        self.walk = Walk(name, p.identity(), next=levels_.first(name, p.source.name))
         self.notes: list[list] = []  # [first level, last level, what happened]
         self.seconds = 0.0
 
@@ -255,7 +257,7 @@ class _Walker:
             f.note(b.level, f"failed to build: {b.error}")
             failed = LevelFailure(b.family, b.level, b.where and b.where.spec, "build", b.error)
             self.save(f, failures=f.walk.failures + (failed,))
-            return self.go_on(f, levels_.following(b.family, b.level, self.p.source))
+            return self.go_on(f, levels_.following(b.family, b.level, self.p.source.name))
         result = self.screener.screen(b)
         self.counts["screened"] += 1
         if isinstance(result, LevelFailure):  # the levels above would fail the same way (longer prompts)
@@ -283,12 +285,12 @@ class _Walker:
         level above is harder still) or "unscorable" (the extraction that cannot read this level's answers
         cannot read the next one's)."""
         stop = row.screen.verdict in ("too hard", "unscorable")
-        return levels_.following(row.family, row.level, self.p.source) if self.p.walk and not stop else None
+        return levels_.following(row.family, row.level, self.p.source.name) if self.p.walk and not stop else None
 
     def advance(self, f: _WalkInProgress, level: int | None) -> None:
         """From this level (None: a family's only one, without a curriculum), take kept rows as they
         come; submit the first level that needs screening, or finish."""
-        name, source = f.walk.family, self.p.source
+        name, source = f.walk.family, self.p.source.name
         while True:
             try:
                 spec = levels_.at(name, level, source).spec

@@ -122,7 +122,7 @@ class _Server:
         """A zygote for family, serving the socket fd; returns its id."""
         self.confinement  # noqa: B018  the server answers requests only once it has probed
         id_ = next(self.ids)
-        what = {"id": id_, "source": source_.wire(family.source), "name": family.name, "config": family.config}
+        what = {"id": id_, "source": source_.as_request(family.source), "name": family.name, "config": family.config}
         try:
             socket.send_fds(self.control, [json.dumps({"start": what}).encode()], [fd])
         except OSError as e:

@@ -77,7 +77,7 @@ class _Child:
 
 
 def run(fd: int, source, name: str | None, config: dict, scratch: str, limits: Limits, plan: dict | None) -> None:
-    """Serve one family of a source (source_.wire()) on connection fd until it closes; name None:
+    """Serve one family of a source (source_.as_request()) on connection fd until it closes; name None:
     probe the confinement (plan None), report it, return. Runs in a child of the server."""
     conn = Connection(fd)
     try:
@@ -95,7 +95,7 @@ class Zygote:
         self.conn, self.name, self.config, self.limits = conn, name, config, limits
         self.plan = plan  # the layers every answer process must hold (None: this zygote probes them)
         self.probing = plan is None
-        self.source = source_.arrive(source) if source else None
+        self.source = source_.from_request(source) if source else None
         process.to_devnull(0, 1, 2)  # a scorer that prints must not flood the caller's output
         self.scratch = tempfile.mkdtemp(prefix="zygote-", dir=scratch)  # its pid is 1 like every other zygote's
         os.chmod(self.scratch, 0o711)  # answer processes (uid nobody) reach their own directory, list nothing

@@ -4,8 +4,9 @@ OpenEnv (openenv-core, the optional extra `[openenv]`) publishes an environment 
 session over a WebSocket, reset(seed=...) -> an observation with the question, step(action) -> a
 reward. This module talks to one through openenv-core's own client (EnvClient), for environments
 of one step: the question is the observation's "question", the answer the action {"answer": text},
-the reward the step's. The server is named by a URL (`--env-url`, connect()), which every process
-of the run reads from SHORTLIST_OPENENV_URL.
+the reward the step's. The server is named by a URL (`--env-url`), or started here from an app of
+one's own (`--env-local FILE.py:APP` or `MODULE:APP`, local.py: on 127.0.0.1, stopped when the run
+ends); either is an option of the run's source Choice (source.py), configure()d in each process.
 
 Families:
     env                  the server's environment as it is: reset(seed=seed, **config)
@@ -25,17 +26,18 @@ in the caller's process (REMOTE: the sandbox forbids the network), bounded in wh
 all (BUDGET_S per batch).
 A refused, failed or timed-out request scores 0 and is counted (scores()); a server that cannot be
 reached is one line (ServerError), and since nothing scored is kept half-way, a rerun resumes.
-Tasks are committed by fingerprint, so validate() asks the server for the same seed twice and
-refuses one that answers differently; identity() (URL, environment name, its version) is recorded
-with every fingerprint and checked again at training time.
+Tasks are committed by fingerprint, and GRPO scores several answers against the same question, so a
+task must be served again alike: validate() asks the server for the same seed twice and refuses one
+that answers differently (an unseeded server). identity() (the URL, or the local app, the
+environment's name and its version) is recorded with every fingerprint and checked at training time.
 """
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import importlib.metadata
 import json
-import os
 import threading
 import time
 import urllib.error
@@ -49,7 +51,9 @@ try:
 except importlib.metadata.PackageNotFoundError:  # the extra is not installed: get() still imports this module
     VERSION = "absent"
 REMOTE = True  # tasks and scores come from a server: scored in the caller, never in the sandbox
-URL_VARIABLE = "SHORTLIST_OPENENV_URL"
+OPTIONS = {"env_url": "the OpenEnv server's URL, for --source openenv (README: Your own environments)",
+           "env_local": "FILE.py:APP or MODULE:APP: an OpenEnv app Shortlist serves itself on 127.0.0.1 for "
+                        "the run's length, for --source openenv (README: Your own environments)"}
 ENV = "env"
 ANSWER_MAX = 10_000  # characters sent as one answer; a longer one is refused here, scored 0, counted
 REQUEST_S = 60.0  # seconds one request (a connection, a reset, a step) may take: a loaded machine's server is slow
@@ -61,22 +65,38 @@ class ServerError(OneLine, RuntimeError):
     """The OpenEnv server cannot be reached, or serves what a task cannot be built from; one line."""
 
 
-def connect(url: str) -> None:
-    """Name the server every process of this run talks to (an http:// or ws:// URL with a host)."""
-    parts = urllib.parse.urlparse(url)
-    if parts.scheme not in ("http", "https", "ws", "wss") or not parts.hostname:
-        raise ServerError(f"--env-url {url!r}: give the server's URL, e.g. http://127.0.0.1:8000")
-    os.environ[URL_VARIABLE] = url.rstrip("/")
+_chosen: dict = {}  # the options configure() took in this process
+
+
+def configure(env_url: str | None = None, env_local: str | None = None) -> None:
+    """The server this process talks to: env_url (http:// or ws://, with a host); env_local, the app
+    that serving() started there, which names it in identity() (its port changes from run to run)."""
+    global _chosen
+    if env_url is not None:
+        parts = urllib.parse.urlparse(str(env_url))
+        if parts.scheme not in ("http", "https", "ws", "wss") or not parts.hostname:
+            raise ServerError(f"--env-url {env_url!r}: give the server's URL, e.g. http://127.0.0.1:8000")
+    _chosen = {"env_url": None if env_url is None else str(env_url).rstrip("/"), "env_local": env_local}
+
+
+def serving(options: dict):
+    """The options while the run lasts: with env_local, its app served here (local.py), named by its URL."""
+    from shortlist.sources import local
+    if options.get("env_local") and options.get("env_url"):
+        raise ServerError("--env-url and --env-local each name the server: give one")
+    if not options.get("env_local"):
+        return contextlib.nullcontext(options)
+    return local.served(options["env_local"])
 
 
 def served() -> str:
-    return os.environ.get(URL_VARIABLE, "")
+    return _chosen.get("env_url") or ""
 
 
 def url() -> str:
-    if not os.environ.get(URL_VARIABLE):
-        raise ServerError("no OpenEnv server named: give --env-url URL (the server's address)")
-    return os.environ[URL_VARIABLE]
+    if not _chosen.get("env_url"):
+        raise ServerError("no OpenEnv server named: give --env-url URL (the server's address) or --env-local FILE.py:APP")
+    return _chosen["env_url"]
 
 
 def _get(path: str):
@@ -101,8 +121,12 @@ def _identity(address: str) -> dict:
 
 
 def identity() -> dict:
-    """Which server served the tasks: its URL, the environment's name and the version it reports."""
-    return _identity(url())
+    """Which server served the tasks: its URL (a local app: the app, as given, for its port is anyone's),
+    the environment's name and the version it reports."""
+    found = _identity(url())
+    if _chosen.get("env_local"):
+        return {"local": _chosen["env_local"], **{k: v for k, v in found.items() if k != "url"}}
+    return found
 
 
 @functools.lru_cache(maxsize=8)
@@ -226,7 +250,8 @@ def validate(family: str, config: dict) -> None:
     first, again = _run(twice)
     if first != again:
         raise ValueError(f"the OpenEnv server at {url()} served another task for the same seed (seed 0, asked "
-                         "twice): its tasks cannot be committed; seed its reset")
+                         "twice): GRPO scores several answers against one question, so a served task must be "
+                         "served again alike; make its reset(seed=...) deterministic in the seed, then run again")
 
 
 def scorer(family: str, config: dict):

@@ -10,10 +10,12 @@ environment (a user's own verifier) is one module more, registered by name:
     from shortlist.sources import source
     source.register("myenv", "mypackage.myenv_source")   # then families spell "myenv.task(x=1)"
 
-A source travels between processes as its name and module: to the task builder and the scoring
-zygotes with each request (wire(), arrive()), and to every process the run starts (a notebook's
-kernel, a catalog worker) through SHORTLIST_SOURCES ("name=module,..."), which register() sets.
-So a registered module must be importable in every process of the run.
+A run's sources are one value, a Choice: which source unprefixed families are (--source), that
+source's options (its OPTIONS: a server's URL) and the modules registered beyond the built-in ones.
+It travels with what already crosses to other processes (the proof's Settings, the catalog's Plan),
+and each process configures its registry from it (Choice.configure()); the task builder and the
+scoring zygotes get a source with each request (as_request(), from_request()). Nothing travels
+through the environment, so a registered module must only be importable in every process of the run.
 
 What a source module defines (every function deterministic in its arguments):
     VERSION: str                                     recorded with every task fingerprint
@@ -45,31 +47,47 @@ What a source module defines (every function deterministic in its arguments):
                                                      are scored in the caller, not in the sandbox (which forbids
                                                      the network): [index, kind, value, refused] per job, as a
                                                      scoring zygote replies (sources/openenv.py)
+    OPTIONS = {option: help}                         optional, a literal dict (read without importing the module,
+                                                     so --help imports no environment): the options the source
+                                                     takes, each a flag of both CLIs (env_url: --env-url)
+    configure(**options) -> None                     optional: take the options in this process (each checked;
+                                                     a bad one is one line); called with none to forget them
+    serving(options) -> context manager of options   optional: what must run while the run does (a local server
+                                                     started and stopped), the options to use meanwhile
 """
 from __future__ import annotations
 
+import ast
+import contextlib
+import dataclasses
 import importlib
-import os
+import importlib.util
+from dataclasses import dataclass
 from types import ModuleType
 
+from shortlist.errors import OneLine
+
 DEFAULT = "reasoning_gym"
-ENVIRONMENT = "SHORTLIST_SOURCES"  # "name=module,...": the sources registered by the process that started this one
 BUILT_IN = {DEFAULT: "shortlist.sources.reasoning_gym", "openenv": "shortlist.sources.openenv"}
-SOURCES = dict(BUILT_IN) | dict(  # source name -> module
-    item.split("=", 1) for item in os.environ.get(ENVIRONMENT, "").split(",") if "=" in item)
+SOURCES = dict(BUILT_IN)  # source name -> module: the built-in ones and those register()ed in this process
 REQUIRED = ("VERSION", "names", "settings", "validate", "entry", "scorer", "levels", "level", "preload")
 
 
+class ChoiceError(OneLine, ValueError):
+    """A source choice that cannot be: an unknown source, an option it does not take; one line."""
+
+
 def register(name: str, module: str) -> None:
-    """Make a source module known under a name (an identifier: family specs spell `name.family`)."""
+    """Make a source module known under a name (an identifier: family specs spell `name.family`), in this
+    process; a run's Choice carries it to the others."""
     if not name.isidentifier():
         raise ValueError(f"source name {name!r}: use letters, digits and _ only")
     SOURCES[name] = module
     _loaded.pop(name, None)
-    os.environ[ENVIRONMENT] = ",".join(f"{k}={v}" for k, v in SOURCES.items() if k not in BUILT_IN)
 
 
 _loaded: dict[str, ModuleType] = {}
+_options: dict[str, dict] = {}  # source name -> the options it was configured with in this process
 
 
 def get(name: str = DEFAULT) -> ModuleType:
@@ -85,16 +103,126 @@ def get(name: str = DEFAULT) -> ModuleType:
     return _loaded[name]
 
 
-def wire(name: str) -> list[str]:
-    """A source as it crosses a process boundary: its name and its module."""
-    return [name, SOURCES[name]]
+def options(name: str) -> dict:
+    """A source's OPTIONS (option -> help), read from its module's text where it is not imported yet:
+    building a CLI's flags imports no environment."""
+    if name in _loaded:
+        return dict(getattr(_loaded[name], "OPTIONS", {}))
+    spec = importlib.util.find_spec(SOURCES[name])
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return dict(getattr(get(name), "OPTIONS", {}))
+    with open(spec.origin, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "OPTIONS" for t in node.targets):
+            return dict(ast.literal_eval(node.value))
+    return {}
 
 
-def arrive(wired) -> ModuleType:
-    """The source a wire() names, registered in this process if it was not."""
-    name, module = wired
+@dataclass(frozen=True)
+class Choice:
+    """The run's sources, as one value that travels with the run: the source unprefixed families are
+    (--source), its options (OPTIONS: e.g. env_url) and the modules registered beyond the built-in
+    ones. Recorded with what a run writes; configure() makes it this process's."""
+    name: str = DEFAULT
+    options: tuple = ()  # ((option, value), ...), sorted; a dict is taken
+    modules: tuple = ()  # ((source name, module), ...), sorted; a dict is taken
+
+    def __post_init__(self):
+        for field in ("options", "modules"):
+            value = getattr(self, field)
+            pairs = value.items() if isinstance(value, dict) else value
+            try:
+                pairs = tuple(sorted((str(k), v) for k, v in pairs))
+            except (TypeError, ValueError):
+                raise ChoiceError(f"source {field}={str(value)[:80]}: give a dict") from None
+            object.__setattr__(self, field, pairs)
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            raise ChoiceError(f"source {str(self.name)[:40]!r}: give a source's name; sources: {', '.join(SOURCES)}")
+        if not all(isinstance(m, str) and n.isidentifier() for n, m in self.modules):
+            raise ChoiceError(f"source modules={dict(self.modules)}: give name -> module, both strings")
+
+    @classmethod
+    def of(cls, value) -> "Choice":
+        """A Choice from itself, its as_dict(), or a source's name (this process's choice where it names the
+        same source, with its options), or None: this process's own (current())."""
+        if value is None or isinstance(value, str) and value == _current.name:
+            return current()
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, str):
+            return cls(name=value, modules=current().modules)
+        if isinstance(value, dict) and set(value) <= {"name", "options", "modules"}:
+            return cls(**value)
+        raise ChoiceError(f"source={str(value)[:80]}: give a source's name or a dict of name, options, modules")
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "options": dict(self.options), "modules": dict(self.modules)}
+
+    def replace(self, **changes) -> "Choice":
+        return dataclasses.replace(self, **changes)
+
+    def configure(self) -> "Choice":
+        """Make this choice this process's: its modules registered, its source given its options (checked:
+        a bad one is one line, an option the source does not take too). Returns itself."""
+        global _current
+        for name, module in self.modules:
+            if SOURCES.get(name) != module:
+                register(name, module)
+        if self.name not in SOURCES:
+            raise ChoiceError(f"--source {self.name}: unknown; sources: {', '.join(SOURCES)}")
+        given, taken = dict(self.options), options(self.name)
+        if unknown := sorted(set(given) - set(taken)):
+            raise ChoiceError(f"{_flag(unknown[0])} is not an option of --source {self.name}"
+                              + (f" (its options: {', '.join(map(_flag, taken))})" if taken else ""))
+        _configure(self.name, given)
+        _current = self
+        return self
+
+    @contextlib.contextmanager
+    def serving(self):
+        """The choice while what its source must run runs (serving(): a local server started, then
+        stopped, whatever ends the block), configured in this process; the choice itself where it needs none."""
+        module = get(self.name)
+        if not hasattr(module, "serving"):
+            yield self.configure()
+            return
+        with module.serving(dict(self.options)) as given:
+            yield self.replace(options=given).configure()
+
+
+def _flag(option: str) -> str:
+    return "--" + option.replace("_", "-")
+
+
+def _configure(name: str, given: dict) -> None:
+    if _options.get(name) == given:
+        return
+    module = get(name)
+    if hasattr(module, "configure"):
+        module.configure(**given)
+    _options[name] = dict(given)
+
+
+_current = Choice()
+
+
+def current() -> Choice:
+    """This process's choice (the last configured), with every module registered here."""
+    return _current.replace(modules={n: m for n, m in SOURCES.items() if BUILT_IN.get(n) != m})
+
+
+def as_request(name: str) -> list:
+    """A source as a request to another process carries it: its name, module, and options here."""
+    return [name, SOURCES[name], _options.get(name, {})]
+
+
+def from_request(request) -> ModuleType:
+    """The source a request names (as_request()), registered and configured in this process as it was there."""
+    name, module, given = request
     if SOURCES.get(name) != module:
         register(name, module)
+    _configure(name, given)
     return get(name)
 
 

@@ -37,7 +37,7 @@ def build(source: str, name: str, config: dict, seeds: list[int]) -> list[dict]:
         return _build(source, name, config, seeds)
     with _lock:
         helper = _start()
-        helper.stdin.write(json.dumps({"source": source_.wire(source), "name": name, "config": config,
+        helper.stdin.write(json.dumps({"source": source_.as_request(source), "name": name, "config": config,
                                        "seeds": seeds}) + "\n")
         helper.stdin.flush()
         reply = json.loads(helper.stdout.readline() or '{"error": "the task builder died"}')
@@ -96,7 +96,7 @@ def main() -> None:
     for line in sys.stdin:
         request = json.loads(line)
         try:
-            source_.arrive(request["source"])
+            source_.from_request(request["source"])
             reply = {"tasks": _build(request["source"][0], request["name"], request["config"], request["seeds"])}
         except Exception as e:  # noqa: BLE001  the caller raises it, in its own process
             reply = {"error": one_line(e)}

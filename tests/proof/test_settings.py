@@ -3,6 +3,7 @@ import pytest
 from proof import settings as settings_
 from proof.settings import Settings, SettingsError
 from shortlist import sources, trainee
+from shortlist.errors import OneLine
 
 
 def test_defaults_are_the_seeds_protocol():
@@ -126,10 +127,27 @@ def test_from_namespace_takes_only_setting_names():
     assert (s.steps, s.profile.model, s.families) == (7, "tiny", ("leg_counting",))
 
 
-def test_protocol_leaves_out_only_where_and_how_fast():
+def test_protocol_leaves_out_where_how_fast_and_the_source_which_each_familys_tasks_record():
     assert set(Settings().as_dict()) - set(Settings().protocol()) == {"out", "families", "sample_batch", "fast",
-                                                                      "trainee", "model"}
+                                                                      "trainee", "model", "source"}
 
+
+
+def test_the_source_is_a_checked_value_that_goes_and_comes_back_whole():
+    from shortlist.sources import source
+    given = {"name": "reasoning_gym", "options": {}, "modules": {"toy": "toy_source"}}
+    try:
+        s = settings_.make(source=given)
+        assert s.source == source.Choice(modules={"toy": "toy_source"}) and s.as_dict()["source"] == given
+        assert settings_.make(**s.as_dict()).source == s.source and source.SOURCES["toy"] == "toy_source"
+    finally:
+        source.SOURCES.pop("toy", None)
+    for bad, why in (({"name": "nowhere"}, "unknown; sources"), ({"nmae": "openenv"}, "give a source's name"),
+                     ({"options": {"env_url": "x"}}, "--env-url is not an option of --source reasoning_gym")):
+        with pytest.raises(OneLine, match=why):
+            settings_.make(source=bad)
+    with pytest.raises(settings_.SettingsError, match="--source and its options"):
+        settings_.parse_override("source=openenv")
 
 
 def test_a_catalog_row_goes_to_the_proof_as_it_is():
@@ -205,6 +223,7 @@ def test_run_and_report_help_describe_the_commands_and_list_every_setting_with_i
     flat = " ".join(text.split())
     assert "01_predict once" in flat and "--executor {local,ray}" in flat
     for name, value in settings_.DEFAULTS.items():  # each setting, with its default, from the record itself
-        assert (f"{name}={value!r}" if name != "families" else "families (as --families)") in flat, name
+        shown = {"families": "families (as --families)", "source": "source (as --source and its options)"}
+        assert shown.get(name, f"{name}={value!r}") in flat, name
     text, heavy = help_of("proof", "report")
     assert heavy == [] and "Rebuild <out>/report.html from an output folder alone" in " ".join(text.split())

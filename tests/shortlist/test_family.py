@@ -146,7 +146,6 @@ def budget_source(tmp_path, monkeypatch):
         "def preload(): pass\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(source, "SOURCES", dict(source.SOURCES))
-    monkeypatch.setenv(source.ENVIRONMENT, os.environ.get(source.ENVIRONMENT, ""))  # register() sets it
     source.register("budget", "budget_source")
     yield "budget"
     source._loaded.pop("budget", None)

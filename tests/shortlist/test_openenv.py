@@ -10,7 +10,7 @@ from shortlist.__main__ import main as shortlist_main
 from shortlist.catalog.records import Plan
 from shortlist.scoring import Scorer
 from shortlist.sources import openenv, source
-from tests.conftest import OpenEnvServer, needs_openenv
+from tests.conftest import OpenEnvServer, chosen, needs_openenv
 
 pytestmark = needs_openenv
 SPEC = "chain_sum(max_digits=1, max_terms=2)"
@@ -50,29 +50,31 @@ def test_oversized_and_slow_answers_score_0_and_are_counted(served, monkeypatch)
     assert (counts.refused, counts.timeouts, counts.answers) == (1, 1, 4)
 
 
-def test_a_server_that_changes_its_question_for_a_seed_is_refused(monkeypatch):
+def test_a_server_that_changes_its_question_for_a_seed_is_refused_saying_why_and_what_to_do():
     server = OpenEnvServer("--unseeded")
     try:
-        monkeypatch.setenv(openenv.URL_VARIABLE, server.url)
-        with pytest.raises(sources.FamilyError, match="served another task for the same seed"):
+        chosen(server.url)
+        with pytest.raises(sources.FamilyError, match=r"served another task for the same seed.*several answers "
+                                                      r"against one question.*deterministic in the seed"):
             sources.parse(f"openenv.{SPEC}")
     finally:
+        chosen(None)
         server.stop()
 
 
-def test_no_server_is_one_line_before_any_model_loads(monkeypatch, capsys, no_model_loads):
-    monkeypatch.setenv(openenv.URL_VARIABLE, "http://127.0.0.1:9")  # nothing listens on the discard port
+def test_no_server_is_one_line_before_any_model_loads(capsys, no_model_loads):
     openenv._names.cache_clear()
-    assert shortlist_main(["screen", "--model", "tiny", "--source", "openenv", "--families", "env"]) == 2
+    argv = ["screen", "--model", "tiny", "--source", "openenv", "--env-url", "http://127.0.0.1:9"]  # discard port
+    assert shortlist_main([*argv, "--families", "env"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and re.search(r"cannot be reached .*run the same command again", err)
-    assert shortlist_main(["screen", "--model", "tiny", "--source", "openenv"]) == 2
+    assert shortlist_main(argv) == 2
     assert "name its families with --families" in capsys.readouterr().err
+    chosen(None)
 
 
 def test_a_server_killed_mid_screen_is_one_line_and_a_rerun_screens_again(monkeypatch, capsys, tmp_path):
     server = OpenEnvServer()
-    monkeypatch.setenv(openenv.URL_VARIABLE, server.url)
     scores = openenv.scores
 
     def killed_first(*args):  # the tasks are built; the server dies as the model's answers go to it
@@ -117,7 +119,7 @@ def test_training_refuses_tasks_served_by_another_server_than_the_committed_one(
              (("train", 0), ("predict", 10_000), ("eval", 100_000))}
     body = {"tasks": {key: commit.fingerprints(built, key)}}
     commit.tasks_verified(body, key, built)  # the same server: accepted
-    monkeypatch.setenv(openenv.URL_VARIABLE, served.url.replace("127.0.0.1", "localhost"))  # the same tasks, elsewhere
+    chosen(served.url.replace("127.0.0.1", "localhost"))  # the same tasks, elsewhere
     assert sources.parse(key).tasks(range(3)) == built["train"]
     with pytest.raises(commit.CommitError, match=r"come from .*url http://localhost.* committed from .*url http://127"):
         commit.tasks_verified(body, key, built)
@@ -145,8 +147,19 @@ def test_proof_run_takes_the_presets_families_as_the_servers(served, capsys, no_
     from proof.__main__ import _sourced
     from proof.__main__ import main as proof_main
     args = argparse.Namespace(source="openenv", env_url=served.url, families=None, preset="smoke")
-    assert _sourced(args) == {"families": ["openenv.chain_sum(max_digits=1, max_terms=2)", "openenv.leg_counting"]}
+    assert _sourced(args, source.current()) == {
+        "source": source.current(), "families": ["openenv.chain_sum(max_digits=1, max_terms=2)", "openenv.leg_counting"]}
     assert proof_main(["run", "--preset", "smoke", "--env-url", served.url]) == 2
     assert "goes with --source openenv" in capsys.readouterr().err
     assert proof_main(["run", "--preset", "smoke", "--source", "openenv", "--env-url", "http://127.0.0.1:9"]) == 2
     assert re.search(r"^error: .*cannot be reached", capsys.readouterr().err)
+
+
+def test_a_servers_answers_go_to_it_once_each_and_no_warm_up_or_scoring_process_adds_calls(served, monkeypatch):
+    family = sources.parse(f"openenv.{SPEC}")
+    gold, sent, scores = family.task(3)["answer"], [], openenv.scores
+    monkeypatch.setattr(openenv, "scores", lambda name, config, jobs: sent.extend(jobs) or scores(name, config, jobs))
+    with Scorer(workers=1) as scorer:
+        assert scorer.score(family, [3, 3], [gold, "7"]) == [1.0, 0.0]
+        assert scorer._zygotes == {}  # scored here: no zygote, so no warm-up scoring of the gold answer
+    assert [answer for _, _, answer in sent] == [gold, "7"]

@@ -1,5 +1,6 @@
 """Sources of environments (shortlist/sources/source.py): the registry, Reasoning Gym as the one
 built in, and a source from outside the package going through everything a family goes through."""
+import json
 import os
 import re
 import subprocess
@@ -21,7 +22,6 @@ def toy():
     yield source.get("toy")
     source.SOURCES.pop("toy", None)
     source._loaded.pop("toy", None)
-    os.environ.pop(source.ENVIRONMENT, None)
 
 
 def test_only_the_reasoning_gym_source_imports_reasoning_gym():
@@ -68,7 +68,14 @@ def test_its_answers_are_scored_in_the_sandbox_by_its_own_scorer(toy):
         assert scorer.score("toy.pays_anything", [1, 2], ["anything", ""]) == [1.0, 0.0]
 
 
-def test_a_registered_source_reaches_the_processes_a_run_starts(toy):
-    child = subprocess.run([sys.executable, "-c", "from shortlist import sources; print(sources.parse('toy.echo').key)"],
-                           capture_output=True, text=True)
+def test_a_registered_source_reaches_a_process_by_the_choice_it_is_handed_and_never_through_the_environment(toy):
+    environ = dict(os.environ)
+    handed = json.dumps(source.current().as_dict())
+    assert json.loads(handed)["modules"] == {"toy": "toy_source"} and os.environ == environ
+    program = ("import json, sys; from shortlist import sources; from shortlist.sources import source\n"
+               "if len(sys.argv) > 1: source.Choice.of(json.loads(sys.argv[1])).configure()\n"
+               "print(sources.parse('toy.echo').key)")
+    child = subprocess.run([sys.executable, "-c", program, handed], capture_output=True, text=True)
     assert child.stdout.strip() == "toy.echo", child.stderr
+    alone = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)  # handed nothing
+    assert alone.returncode != 0 and "unknown source 'toy'" in alone.stderr

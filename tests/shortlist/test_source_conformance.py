@@ -1,7 +1,6 @@
 """What every source owes the rest of Shortlist (shortlist/sources/source.py), checked over each
 registered one: its tasks are the same when built again, its gold answers score the ceiling, bad
 answers score 0 without raising, and what crosses into a scoring process pickles."""
-import os
 import pickle
 
 import pytest
@@ -24,8 +23,7 @@ def example(request, monkeypatch):
         request.getfixturevalue("served")
     if name == "toy":
         source.register("toy", "toy_source")
-        request.addfinalizer(lambda: (source.SOURCES.pop("toy", None), source._loaded.pop("toy", None),
-                                      os.environ.pop(source.ENVIRONMENT, None)))
+        request.addfinalizer(lambda: (source.SOURCES.pop("toy", None), source._loaded.pop("toy", None)))
     return sources.parse(EXAMPLES[name])
 
 

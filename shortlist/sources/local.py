@@ -1,0 +1,111 @@
+"""An environment server Shortlist starts and stops itself: `--env-local FILE.py:APP` or `MODULE:APP`.
+
+The app (an ASGI app, such as openenv-core's create_app builds) is served by uvicorn in a child
+process on 127.0.0.1 at a free port, waited for until it answers HTTP (at most START_S; one that
+exits or never answers is one line with the tail of its stderr), and used as if --env-url named it.
+It is stopped when the run ends, on an error, on Ctrl-C (the CLIs' stop_on_signals), and when the
+run's process is killed outright: the child dies with its parent (process.die_with_parent).
+
+    python -m shortlist.sources.local APP PORT PARENT_PID      # the child; served() starts it
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+from shortlist.errors import OneLine
+
+START_S = 120.0  # seconds a server may take to answer: its imports take seconds on a loaded machine
+HOST = "127.0.0.1"
+
+
+class LocalError(OneLine, RuntimeError):
+    """A local environment that cannot be served: a bad FILE:APP, or a server that never answered; one line."""
+
+
+def check(app: str) -> None:
+    """FILE.py:APP (an existing file) or MODULE:APP; one line otherwise."""
+    where, colon, name = str(app).rpartition(":")
+    if not colon or not where or not name.isidentifier():
+        raise LocalError(f"--env-local {app!r}: give FILE.py:APP or MODULE:APP (APP: the app's variable)")
+    if where.endswith(".py") and not os.path.isfile(where):
+        raise LocalError(f"--env-local {app!r}: no file {where}")
+
+
+@contextlib.contextmanager
+def served(app: str):
+    """{"env_url", "env_local"} while app is served here; the server is stopped whatever ends the block."""
+    from shortlist.executors import kill
+    check(app)
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        port = s.getsockname()[1]
+    log = tempfile.TemporaryFile()  # a file: a pipe nobody reads would fill and stall the server
+    server = subprocess.Popen([sys.executable, "-m", "shortlist.sources.local", app, str(port), str(os.getpid())],
+                              env={**os.environ, "PYTHONHASHSEED": "0"}, stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)  # Ctrl-C is ours
+    try:
+        url = f"http://{HOST}:{port}"
+        _wait(server, url, app, log)
+        yield {"env_url": url, "env_local": app}
+    finally:
+        kill.stop([server])
+        log.close()
+
+
+def _wait(server: subprocess.Popen, url: str, app: str, log) -> None:
+    deadline = time.monotonic() + START_S
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(url + "/", timeout=2).close()  # noqa: S310  our own server
+            return
+        except urllib.error.HTTPError:
+            return  # it answered: a route it lacks is still an answer
+        except OSError:
+            if server.poll() is not None:
+                raise LocalError(f"--env-local {app}: the server exited ({server.returncode}): {_tail(log)}") from None
+            time.sleep(0.2)
+    raise LocalError(f"--env-local {app}: the server did not answer within {START_S:.0f} s: {_tail(log)}")
+
+
+def _tail(log) -> str:
+    log.seek(0)
+    lines = [line for line in log.read().decode(errors="replace").splitlines() if line.strip()]
+    return " | ".join(lines[-3:])[-400:] or "no output"
+
+
+def load(app: str):
+    """The app a FILE.py:APP or MODULE:APP names (a file's folder is put first on the path, as for a script)."""
+    where, _, name = app.rpartition(":")
+    if where.endswith(".py"):
+        sys.path.insert(0, os.path.dirname(os.path.abspath(where)))
+        spec = importlib.util.spec_from_file_location("__env_local__", where)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+    else:
+        sys.path.insert(0, os.getcwd())
+        module = importlib.import_module(where)
+    return getattr(module, name)
+
+
+def main(argv: list[str]) -> None:
+    from shortlist import process
+    app, port, parent = argv
+    if not process.die_with_parent(int(parent)):
+        sys.exit(0)  # the run is gone already
+    import uvicorn
+    uvicorn.run(load(app), host=HOST, port=int(port), log_level="warning")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
