@@ -146,10 +146,10 @@ def test_a_catalog_row_goes_to_the_proof_as_it_is():
         assert all(screened[t["seed"]] == t for t in tasks["predict"] if t["seed"] in screened)
 
 
-# Every input issue 19.8 (and 24.6) found accepted, or refused by a traceback, through the command line: one
+# Inputs once accepted, or refused by a traceback, through the command line: each is now refused in one
 # line that names the setting, before any model loads or anything is written. {self} is a trainee file
 # that extends itself.
-ISSUE_INPUTS = [
+ONCE_ACCEPTED = [
     (["--families", "chain_sum(max_terms=1e309)"], "families: chain_sum: max_terms=inf: not a finite number"),
     (["--families", "chain_sum(max_terms=1000000000)"], "chain_sum(max_terms=1000000000): one task "),
     (["--families", "chain_sum(max_terms=2.5)"], "families: chain_sum: max_terms=2.5: must be int"),
@@ -176,8 +176,8 @@ ISSUE_INPUTS = [
 ]
 
 
-@pytest.mark.parametrize("args, fragment", ISSUE_INPUTS, ids=[f"{a[0]} {a[1][:40]}" for a, _ in ISSUE_INPUTS])
-def test_each_input_the_issues_found_is_one_line_before_anything_is_written(args, fragment, tmp_path, capsys,
+@pytest.mark.parametrize("args, fragment", ONCE_ACCEPTED, ids=[f"{a[0]} {a[1][:40]}" for a, _ in ONCE_ACCEPTED])
+def test_each_input_once_accepted_is_one_line_before_anything_is_written(args, fragment, tmp_path, capsys,
                                                                             monkeypatch, no_model_loads):
     import json
 

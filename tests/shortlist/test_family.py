@@ -90,7 +90,7 @@ def test_fingerprint_is_the_canonical_json_of_the_tasks():
 
 
 
-# --- values refused before anything is written (issue 19.8, 24.6) ---------------------------------
+# --- values once accepted or refused by a traceback: refused in one line before anything is written ---
 @pytest.mark.parametrize("text, fragment", [
     ("chain_sum(max_terms=1e309)", "chain_sum: max_terms=inf: not a finite number"),
     ("chain_sum(max_terms=-1e309)", "max_terms=-inf: not a finite number"),

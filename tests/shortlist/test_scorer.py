@@ -81,7 +81,7 @@ def test_answer_processes_are_confined_and_the_record_is_flat(scorer):
     assert c["capabilities"] == 0 and c["dumpable"] is False and c["no_new_privs"] and "NPROC" in c["rlimits"]
     assert c["process_tree"] in ("pid_namespace", "process_group") and isinstance(c["ipc_namespace"], bool)
     assert c["scratch"] in (f"tmpfs {zygote.Limits.scratch_mb} MiB", "none: files cannot grow")
-    if os.geteuid() == 0:  # root drops to nobody: the kernel then refuses what the issue's probes did
+    if os.geteuid() == 0:  # root drops to nobody: the kernel then refuses what root's answers could do
         assert c["user"] == "65534:65534"
     assert all(isinstance(v, (bool, int, str, list, type(None))) for v in c.values())  # predictions.json, the report
 
@@ -124,11 +124,12 @@ def test_forged_counts_move_no_count_and_leave_them_writable(scorer):
     assert scorer.score("binary_matrix", [1, 1], [forged, forged]) == [0.0, 0.0]
     after = vars(scorer.counts["binary_matrix"])
     assert after["refused"] == before.get("refused", 0) and after["crashes"] == before.get("crashes", 0) + 2
-    json.dumps(after)  # what 01 writes: issue 19.6 made it raise
+    json.dumps(after)  # what 01 writes: forged counts summed past int-to-str's 4300 digits made it raise
 
 
 def test_the_callers_environment_is_never_touched_and_the_server_has_its_own(monkeypatch):
-    """Issue 20: starting the Scorer emptied os.environ process-wide while the forkserver started."""
+    """Starting the Scorer once emptied os.environ process-wide while the forkserver started: another
+    thread reading the environment then saw none."""
     secret = "shortlist-" + secrets.token_hex(8)
     monkeypatch.setenv("SHORTLIST_PROBE_SECRET", secret)
     touched = []
