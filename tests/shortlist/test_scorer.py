@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from shortlist import sources as families
+from shortlist import sources
 from shortlist import scoring
 from shortlist.scoring import scorer
 from shortlist.scoring import zygote
@@ -16,14 +16,14 @@ from shortlist.scoring import ScoreCounts, Scorer
 MALFORMED = ["The answer is 4.", "<answer>4", "<answer></answer>", "", "\x00<answer", "</answer>4<answer>"]
 
 
-@pytest.mark.parametrize("family", families.DEFAULT)
+@pytest.mark.parametrize("family", sources.DEFAULT)
 def test_malformed_completions_score_zero_in_every_default_family(scorer, family):
     answers = [trainee.QWEN3.clean(c) for c in MALFORMED]
     assert scorer.score(family, [500] * len(answers), answers) == [0.0] * len(MALFORMED)
 
 
 def test_correct_answers_score_one_and_each_task_is_its_own(scorer):
-    f = families.parse("chain_sum")
+    f = sources.parse("chain_sum")
     tasks = f.tasks(range(40, 44))
     assert scorer.score(f, [t["seed"] for t in tasks], [t["answer"] for t in tasks]) == [1.0] * 4
     shifted = [t["answer"] for t in tasks[1:] + tasks[:1]]  # each answer against another task
@@ -31,7 +31,7 @@ def test_correct_answers_score_one_and_each_task_is_its_own(scorer):
 
 
 def test_configured_family_is_scored_with_its_config(scorer):
-    f = families.parse("chain_sum(max_terms=2, max_digits=1)")
+    f = sources.parse("chain_sum(max_terms=2, max_digits=1)")
     task = f.task(7)
     assert scorer.score(f, [7], [task["answer"]]) == [1.0]
 
@@ -49,7 +49,7 @@ def test_none_is_unextracted_and_never_reaches_the_scorer(scorer):
 
 def test_a_hanging_answer_is_cut_at_the_deadline_and_the_pool_recovers():
     with Scorer(workers=1, deadline_s=0.5) as s:
-        task = families.parse("binary_matrix").task(1)
+        task = sources.parse("binary_matrix").task(1)
         s.score("binary_matrix", [1], [task["answer"]])  # warm the worker
         started = time.monotonic()
         assert s.score("binary_matrix", [1], ["9**9**9"]) == [0.0]
@@ -136,7 +136,7 @@ def test_the_callers_environment_is_never_touched_and_the_server_has_its_own(mon
     monkeypatch.setattr(os.environ, "clear", lambda: touched.append("clear"), raising=False)
     before = dict(os.environ)
     with Scorer(workers=1) as s:
-        assert s.score("leg_counting", [1], [families.parse("leg_counting").task(1)["answer"]]) == [1.0]
+        assert s.score("leg_counting", [1], [sources.parse("leg_counting").task(1)["answer"]]) == [1.0]
         with open(f"/proc/{s._server.process.pid}/environ", "rb") as f:
             server = dict(item.split(b"=", 1) for item in f.read().split(b"\0") if item)
     assert touched == [] and dict(os.environ) == before
@@ -147,7 +147,7 @@ def test_a_forked_child_that_closes_the_scorer_leaves_the_parents_alone():
     """A fork of the caller (a DataLoader worker, say) runs atexit's close() too: it must neither kill
     the parent's zygotes through the shared socket nor remove the parent's scratch directory."""
     with Scorer(workers=1) as s:
-        answer = families.parse("leg_counting").task(1)["answer"]
+        answer = sources.parse("leg_counting").task(1)["answer"]
         assert s.score("leg_counting", [1], [answer]) == [1.0]
         pid = os.fork()
         if pid == 0:

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from shortlist import sources as families
+from shortlist import sources
 from shortlist.scoring import isolation
 from shortlist.scoring import Scorer
 from shortlist.scoring.zygote import Limits
@@ -290,7 +290,7 @@ def test_probes_through_the_nine_python_scorers(tmp_path, monkeypatch):
             assert scorer.confinement["user"] == nobody or os.geteuid() != 0
             server, uid = scorer._server.process.pid, int(scorer.confinement["user"].split(":")[0])
             for name in NINE:
-                family = families.parse(name)
+                family = sources.parse(name)
                 right = [t["answer"] for t in family.tasks([1, 2])]
                 honest, honest_seeds = [right[0], right[1], "0", right[0]], [1, 2, 1, 1]
                 baseline = scorer.score(family, honest_seeds, honest)
@@ -326,7 +326,7 @@ def test_adversarial_corpus_through_every_creatable_family(tmp_path):
     marker = tmp_path / "pwned"
     marker.mkdir()
     home_before = set(os.listdir(os.path.expanduser("~")))
-    names = families.creatable()
+    names = sources.creatable()
     assert len(names) >= 100 and set(NINE + ODD) <= set(names)
     started, slowest = time.monotonic(), 0.0
     with Scorer(workers=2, deadline_s=DEADLINE_S) as scorer:
@@ -355,7 +355,7 @@ def test_correct_answers_score_one_at_the_default_deadline():
                     "word_ladder"]
     with Scorer(workers=2) as scorer:
         for name in names:
-            tasks = [t for t in families.parse(name).tasks(range(5)) if t["answer"] is not None]
+            tasks = [t for t in sources.parse(name).tasks(range(5)) if t["answer"] is not None]
             assert scorer.score(name, [t["seed"] for t in tasks], [t["answer"] for t in tasks]) == [1.0] * len(tasks), name
 
 
@@ -456,11 +456,11 @@ def battery(private: str, marker: str) -> dict:
     checks = probes(marker, secret, shm_key, {"pid_is_one": PID_IS_ONE})["pid_is_one"]
     try:
         with Scorer(workers=2, deadline_s=2.0) as scorer:
-            chain = families.parse("chain_sum")
+            chain = sources.parse("chain_sum")
             tasks = chain.tasks(range(5))
             honest = [scorer.score(chain, [t["seed"] for t in tasks] * 2, [t["answer"] for t in tasks] * 2)
                       for _ in range(3)]
-            right = families.parse("binary_matrix").task(1)["answer"]
+            right = sources.parse("binary_matrix").task(1)["answer"]
             answers = [a for attack in attacks.values() for a in (attack, right, checks)]
             scores = scorer.score("binary_matrix", [1] * len(answers), answers)
             counts = vars(scorer.counts["binary_matrix"])
