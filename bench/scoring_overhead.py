@@ -24,7 +24,7 @@ import time
 
 import reasoning_gym
 
-from shortlist import sources as families
+from shortlist import sources
 from shortlist.scoring import Scorer
 
 STEP = 32  # answers a GRPO step scores: 4 prompts x 8 completions
@@ -71,8 +71,8 @@ def main() -> None:
         print(f"# workers {scorer.settings()['workers']}, sandbox {scorer.confinement}")
         print(f"{'family':22} {'in-process ms/step':>19} {'ours ms/step':>13} {'ours ms/answer':>15} "
               f"{'overhead µs/answer':>19} {'back to back ms/step':>21}")
-        for name in families.DEFAULT:
-            family = families.parse(name)
+        for name in sources.DEFAULT:
+            family = sources.parse(name)
             seeds, answers = answers_for(family)
             scorer.score(family, seeds, answers)  # builds the tasks, warms the zygote
             scorer.score(family, seeds, answers)  # a family scored again: its processes are forked ahead
@@ -99,7 +99,7 @@ def hostile(scorer) -> None:
     """What misbehaving answers cost a step: 32 honest answers against 32 that all misbehave, in
     binary_matrix (its scorer evals the answer), at the default deadline; each batch after a warm
     one, as GRPO's steps come."""
-    family = families.parse("binary_matrix")
+    family = sources.parse("binary_matrix")
     right = family.task(1)["answer"]
     batches = {"honest": [right] * STEP, "all hostile": [HOSTILE[i % len(HOSTILE)] for i in range(STEP)],
                "all hanging": ["9**9**9"] * STEP}  # each cut at the deadline: 32 x 1 s over 2 at once
