@@ -105,7 +105,8 @@ def ours(args, record: Record) -> None:
     shutil.rmtree(checkpoints, ignore_errors=True)
     s = settings_.make(model=args.model, trainee=f"qwen3(max_new_tokens={w['max_new']})", families=[w["family"].key],
                        steps=args.steps, logging_steps=1, checkpoint_every=0, eval_n=len(w["eval_seeds"]),
-                       sample_batch=0, fast=True)
+                       sample_batch=0, fast=True,  # --quick's 8 evaluation tasks: judged at 8 distinct questions
+                       min_unseen=min(settings_.DEFAULTS["min_unseen"], len(w["eval_seeds"])))
     eval_tasks = w["family"].tasks(w["eval_seeds"])
     started = time.perf_counter()
     loaded = timed_phase(record, "load", lambda: sampling.load(args.model))
@@ -168,6 +169,7 @@ class clocked_steps:
 
             class Clocked(type(inner)):
                 def on_train_begin(self, args, state, control, **kwargs):
+                    super().on_train_begin(args, state, control, **kwargs)  # the bookkeeper's own clock starts here
                     sync()
                     self.last = time.perf_counter()
 
