@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generation import FAMILY, bench_trainee, grpo_seconds_per_step, sync  # noqa: E402
 from proof import train  # noqa: E402
 from shortlist.generation import engine  # noqa: E402
-from shortlist import sources as families
+from shortlist import sources
 from shortlist.generation import sampling
 
 
@@ -45,7 +45,7 @@ def main() -> None:
     ap.add_argument("--model", required=True)
     args = ap.parse_args()
     loaded = sampling.load(args.model)
-    questions = [t["question"] for t in families.parse(FAMILY).tasks(range(500, 504))]
+    questions = [t["question"] for t in sources.parse(FAMILY).tasks(range(500, 504))]
     rows = [r for r in sampling.prompt_ids(loaded.tokenizer, bench_trainee(128), questions) for _ in range(8)]
     print(f"decode, 32 rows, compiled forward: {decode_ms_per_step(loaded, rows, 128):.2f} ms/step", flush=True)
     generation: list[float] = []

@@ -14,7 +14,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generation import FAMILY, bench_trainee  # noqa: E402
-from shortlist import sources as families  # noqa: E402
+from shortlist import sources  # noqa: E402
 from shortlist.generation import sampling
 
 
@@ -35,7 +35,7 @@ def main() -> None:
     args = ap.parse_args()
     loaded = sampling.load(args.model)
     model = loaded.model
-    questions = [t["question"] for t in families.parse(FAMILY).tasks(range(500, 504))]
+    questions = [t["question"] for t in sources.parse(FAMILY).tasks(range(500, 504))]
     rows = [r for r in sampling.prompt_ids(loaded.tokenizer, bench_trainee(128), questions) for _ in range(8)]
     ids, mask = sampling.left_pad(rows, loaded.tokenizer.pad_token_id)
     ids, mask = ids.cuda(), mask.cuda()

@@ -14,7 +14,7 @@
 #   start      (none)                     in the background: the proof on SmolLM2 (3 easy families),
 #                                         the catalog screen, and the prompt candidates
 #   wait S     (none)                     waits up to S seconds for them, then copies what they wrote
-#   start22    .whl                       issue 22 in the background: catalog, selection, predictions, a
+#   start22    .whl                       the whole study in the background: catalog, selection, predictions, a
 #                                         second screen, the proof (after model-1 and model-2)
 #   wait22 S   (none)                     waits up to S seconds, then brings back what it wrote (refuses at
 #                                         once on a fresh machine: the last one went back between calls)
@@ -119,7 +119,7 @@ case "${1:?step}" in
     (cd /root/runs/catalog 2>/dev/null && { cp shortlist.* "$OUT/catalog/"; tar -czf "$OUT/catalog/families.tgz" families; })
     tail -n 5 /root/logs/*.log ;;
   start22)
-    # issue 22, in the background: the SmolLM2 catalog walked up every curriculum (per-GPU workers), the
+    # the whole study, in the background: the SmolLM2 catalog walked up every curriculum (per-GPU workers), the
     # selection rule on it (proof/selection.py), the predictions committed for that list, a second screen
     # of every spec on other prediction seeds, then GRPO on every spec (100 steps, the protocol's)
     install

@@ -22,7 +22,7 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 
 from shortlist.generation import engine  # noqa: E402
-from shortlist import sources as families
+from shortlist import sources
 from shortlist.generation import sampling
 from shortlist import trainee
 
@@ -49,7 +49,7 @@ def main() -> None:
     args = ap.parse_args()
     who = trainee.resolve(args.trainee).replace(model=args.model).for_source(families.parse(FAMILY).source)
     loaded = sampling.load(args.model)
-    questions = [t["question"] for t in families.parse(FAMILY).tasks(range(100_000, 100_000 + args.tasks))]
+    questions = [t["question"] for t in sources.parse(FAMILY).tasks(range(100_000, 100_000 + args.tasks))]
     runs = {}
     engine.reset()
     reference, seconds = greedy(loaded, who, questions, fast=False)

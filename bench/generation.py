@@ -30,7 +30,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from shortlist import provenance
 from proof import fast_grpo, settings as settings_, train, trl_internals  # noqa: E402
-from shortlist import sources as families  # noqa: E402
+from shortlist import sources  # noqa: E402
 from shortlist.generation import sampling
 from shortlist import scoring
 from shortlist import trainee as trainee_
@@ -102,7 +102,7 @@ def grpo_seconds_per_step(model_name: str, fast: bool, warmup: int, measured: in
 
     s = settings_.make(model=model_name, trainee=TRAINEE, families=[family_key], steps=warmup + measured, logging_steps=1,
                        checkpoint_every=0, fast=fast)
-    family = families.parse(family_key)
+    family = sources.parse(family_key)
     loaded = sampling.load(model_name)
     rows = family.tasks(s.seed_ranges()["train"])
     asked = s.profile.for_source(family.source)
@@ -186,7 +186,7 @@ def main() -> None:
     args = ap.parse_args()
     quick = args.quick
     max_new = 16 if quick else trainee_.resolve(TRAINEE).max_new_tokens
-    family = families.parse(FAMILY)
+    family = sources.parse(FAMILY)
     loaded = sampling.load(args.model)
     screen_q = [t["question"] for t in family.tasks(range(500, 500 + (4 if quick else 24)))]
     eval_q = [t["question"] for t in family.tasks(range(100_000, 100_000 + (8 if quick else 200)))]

@@ -1,8 +1,8 @@
 """What sandboxed scoring costs: one GRPO step's 32 answers, in-process vs shortlist's Scorer.
 
     python bench/scoring_overhead.py            # prints a table; commit it under bench/results/
-    python bench/scoring_overhead.py --repeats 8 --hostile   # fewer repeats; then issue 19.10's batches
-    python bench/scoring_overhead.py --leaks-only            # issue 19.7: what an answer leaves behind
+    python bench/scoring_overhead.py --repeats 8 --hostile   # fewer repeats; then all-hostile batches
+    python bench/scoring_overhead.py --leaks-only            # only what an answer leaves behind
 
 In-process is reasoning-gym's own call with each task built once (the best the seed could do);
 ours is the one scoring path of screening, evaluation and the GRPO reward (a fresh confined
@@ -24,13 +24,13 @@ import time
 
 import reasoning_gym
 
-from shortlist import sources as families
+from shortlist import sources
 from shortlist.scoring import Scorer
 
 STEP = 32  # answers a GRPO step scores: 4 prompts x 8 completions
 REPEATS = 20
 GAP_S = 1.0  # well under a GRPO step's generation (1.4 s on an H200 for SmolLM2-135M, README)
-# issue 19.10: a batch of 32 answers that all misbehave, through a scorer that evals them: hangs (each
+# A batch of 32 answers that all misbehave (must stay bounded), through a scorer that evals them: hangs (each
 # cut at the deadline), a memory bomb, an exit, a fork bomb, deep nesting, a disk filler
 HOSTILE = ["9**9**9", "10**10**10", "[x for x in iter(int, 1)]", "' ' * 10**11", "__import__('os')._exit(3)",
            "(lambda f: [f(f) for _ in range(99)])(lambda f: __import__('os').fork())", "(" * 5000 + ")" * 5000,
@@ -58,7 +58,7 @@ def in_process(family, seeds, answers) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=REPEATS)
-    parser.add_argument("--hostile", action="store_true", help="then time issue 19.10's all-hostile batch")
+    parser.add_argument("--hostile", action="store_true", help="then time a batch of answers that all misbehave")
     parser.add_argument("--leaks-only", action="store_true", help="only measure what an answer leaves behind")
     args = parser.parse_args()
     if args.leaks_only:
@@ -71,8 +71,8 @@ def main() -> None:
         print(f"# workers {scorer.settings()['workers']}, sandbox {scorer.confinement}")
         print(f"{'family':22} {'in-process ms/step':>19} {'ours ms/step':>13} {'ours ms/answer':>15} "
               f"{'overhead µs/answer':>19} {'back to back ms/step':>21}")
-        for name in families.DEFAULT:
-            family = families.parse(name)
+        for name in sources.DEFAULT:
+            family = sources.parse(name)
             seeds, answers = answers_for(family)
             scorer.score(family, seeds, answers)  # builds the tasks, warms the zygote
             scorer.score(family, seeds, answers)  # a family scored again: its processes are forked ahead
@@ -96,13 +96,14 @@ def main() -> None:
 
 
 def hostile(scorer) -> None:
-    """Issue 19.10: 32 honest answers against 32 that all misbehave, in binary_matrix (its scorer evals
-    the answer), at the default deadline; each batch after a warm one, as GRPO's steps come."""
-    family = families.parse("binary_matrix")
+    """What misbehaving answers cost a step: 32 honest answers against 32 that all misbehave, in
+    binary_matrix (its scorer evals the answer), at the default deadline; each batch after a warm
+    one, as GRPO's steps come."""
+    family = sources.parse("binary_matrix")
     right = family.task(1)["answer"]
     batches = {"honest": [right] * STEP, "all hostile": [HOSTILE[i % len(HOSTILE)] for i in range(STEP)],
                "all hanging": ["9**9**9"] * STEP}  # each cut at the deadline: 32 x 1 s over 2 at once
-    print(f"\n# issue 19.10: {STEP} answers, binary_matrix, deadline {scorer.deadline_s} s, "
+    print(f"\n# all-hostile batches: {STEP} answers, binary_matrix, deadline {scorer.deadline_s} s, "
           f"{scorer.workers} answers at once, load average {os.getloadavg()[0]:.1f}")
     for name, answers in batches.items():
         scorer.score(family, [1] * STEP, answers)
@@ -117,7 +118,7 @@ def hostile(scorer) -> None:
 
 
 
-# issue 19.7: answers that switch the audit hook off and report through their own reply (all an
+# Leaks: answers that switch the audit hook off and report through their own reply (all an
 # answer can do), as a score: 1.0 if a 512 MiB SysV segment was made, MiB written / 1024 in 0.9 s
 _REPORT = """import ctypes, json, os, sys, time
 m = sys.modules["shortlist.scoring.answer"]
@@ -157,7 +158,7 @@ def leaks(scorer) -> None:
     if left:  # this run's own segment: not left behind on the machine
         libc = ctypes.CDLL(None)
         libc.shmctl(libc.shmget(key, 0, 0), 0, None)
-    print(f"\n# issue 19.7, deadline {scorer.deadline_s} s: " + json.dumps(
+    print(f"\n# leaks, deadline {scorer.deadline_s} s: " + json.dumps(
         {"shm_segment_made": made == 1.0, "shm_left_after_the_answer_mib": left >> 20,
          "scratch_written_within_the_deadline_mib": round(written * 1024),
          "scratch": scorer.confinement.get("scratch"), "ipc_namespace": scorer.confinement.get("ipc_namespace")}))

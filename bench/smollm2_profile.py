@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from shortlist import sources as families  # noqa: E402
+from shortlist import sources  # noqa: E402
 from shortlist.generation import sampling
 from shortlist import screening
 from shortlist import scoring
@@ -48,7 +48,7 @@ def main() -> None:
     args = ap.parse_args()
     tasks, eval_n, new = (4, 8, 16) if args.quick else (24, 200, 128)
     loaded = sampling.load(args.model)
-    products = families.parse(EASY[0]).tasks(range(100_000, 100_000 + eval_n))
+    products = sources.parse(EASY[0]).tasks(range(100_000, 100_000 + eval_n))
     rows = []
     with scoring.Scorer() as scorer:
         for name, (prompt, extraction) in CANDIDATES.items():

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 
 # only what the parser needs: --help imports no environment, no torch (the rest once the input is parsed)
 from proof import settings as settings_
@@ -36,10 +37,11 @@ and trainee it committed. No model, no GPU, no training; not while a run is writ
 
 
 def _settings_help() -> str:
-    """Every setting with its default (the full preset's), from the Settings record itself."""
-    shown = [f"{name}={value!r}" for name, value in settings_.DEFAULTS.items() if name not in ("families", "source")]
-    return ("override a setting (repeatable); the settings, with the full preset's defaults: families (as "
-            f"--families), source (as --source and its options), {', '.join(shown)}").replace("%", "%%")
+    """Every setting: its default (the full preset's), what it is and the values it takes, from the
+    Settings fields themselves (the ranges are those validate() reads)."""
+    rows = [textwrap.fill(f"{head}: {text}", width=110, initial_indent="  ", subsequent_indent="      ",
+                          break_long_words=False, break_on_hyphens=False) for head, text in settings_.described()]
+    return "settings (--set NAME=VALUE; the defaults are the full preset's):\n" + "\n".join(rows)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -48,7 +50,7 @@ def _parser() -> argparse.ArgumentParser:
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=rest)
     sub = ap.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="predict, train every family, report", formatter_class=argparse.RawDescriptionHelpFormatter,
-                         description=RUN, epilog=rest)
+                         description=RUN, epilog=_settings_help() + "\n\n" + rest)
     run.add_argument("--preset", choices=sorted(settings_.PRESETS),
                      help=f"full (default): the seed's protocol on the trainee's model (Qwen3-0.6B), into {settings_.DEFAULTS['out']}; "
                           "smoke: the whole pipeline on the offline tiny model in minutes on a CPU, into "
@@ -60,7 +62,9 @@ def _parser() -> argparse.ArgumentParser:
                                         f"{', '.join(settings_.DEFAULTS['families'])})")
     run.add_argument("--out", help=f"the output folder (default: the preset's: {settings_.DEFAULTS['out']} for full, "
                                    f"{settings_.PRESETS['smoke']['out']} for smoke)")
-    run.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help=_settings_help())
+    run.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                     help="override a setting (repeatable); every setting is listed below, with its default and "
+                          "the values it takes")
     flags.add_arguments(run)  # --source (names in --families, or the preset's, without a prefix are its) and its options
     executors.add_arguments(run)
     again = sub.add_parser("report", help="rebuild <out>/report.html from an output folder: no model, no GPU",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import difflib
 from dataclasses import dataclass, field, fields
 
 import math
@@ -26,15 +27,14 @@ if TYPE_CHECKING:
 # resampled scores the bootstrap holds at once (bootstrap_n x eval_n float64s, stats.bootstrap_means): 800 MB,
 # 50x the seed's 10,000 x 200; the upper ends of both ranges at once would need 800 TB after training
 BOOTSTRAP_CELLS_MAX = 100_000_000
+SEED_MAX = defaults.SEED_MAX
 
 
-# The floats' ranges. Each floor is where the setting stops meaning anything (5e-324 was accepted for each):
-FLOATS = {"lr": (1e-8, 1.0), "equivalence_margin": (1e-4, 1.0), "alpha": (1e-6, 0.5)}
-FLOATS_WHY = {
-    "lr": "below 1e-8, Adam's steps (about lr each) move a LoRA weight by at most 1e-3 in 100,000 steps: no training",
-    "equivalence_margin": "below 1e-4, finer than a mean score over 100,000 tasks can resolve",
-    "alpha": "below 1e-6, no p the bootstrap (at most 1,000,000 resamples) reports can reach it",
-}
+def setting(default, help: str, within: tuple | None = None, why: str = ""):
+    """A field of Settings with its help (`python -m proof run --help` lists it) and, where validate()
+    holds it to one, its range: validate() reads `within` from here, so the help cannot drift from it.
+    A float's `why` says why its floor is where the setting stops meaning anything."""
+    return field(default=default, metadata={"help": help, "within": within, "why": why})
 
 
 class SettingsError(OneLine, ValueError):
@@ -43,43 +43,59 @@ class SettingsError(OneLine, ValueError):
 
 @dataclass(frozen=True)
 class Settings:
-    trainee: str = "qwen3"  # a profile (shortlist/trainee.py), "profile(field=value, ...)", a .json file, or a record
-    model: str = ""  # a hub name, a local folder, or "tiny" (built offline); "": the trainee's own
-    families: tuple = sources.DEFAULT
-    # whose families, with the source's options (--source, --env-url...): a source.Choice, its as_dict(),
-    # or None: this process's. Each process that makes the Settings (a notebook's kernel) configures it.
-    source: object = None
-    out: str = "results"  # every file a run writes goes under this folder
+    trainee: str = setting("qwen3", 'a profile (shortlist/trainee.py), "profile(field=value, ...)", a .json file, '
+                                    "or a record")
+    model: str = setting("", 'a hub name, a local folder, or "tiny" (built offline); "": the trainee\'s own')
+    families: tuple = setting(sources.DEFAULT, "comma-separated family specs")
+    # whose families, with the source's options: a source.Choice, its as_dict(), or None: this process's.
+    # Each process that makes the Settings (a notebook's kernel) configures it.
+    source: object = setting(None, "whose families, with the source's options (--source and its options)")
+    out: str = setting("results", "every file a run writes goes under this folder")
     # GRPO + LoRA (the seed's hyper-parameters)
-    steps: int = 100
-    prompts_per_step: int = 4  # times the trainee group: the completions of a step
-    batch_per_device: int = 4  # completions per forward/backward; gradient accumulation covers the rest
-    lr: float = 5e-5
-    lora_r: int = 16
-    lora_alpha: int = 32
-    seed: int = 0
-    logging_steps: int = 5
-    checkpoint_every: int = 25  # steps between LoRA checkpoints a rerun resumes from; 0: none
+    steps: int = setting(100, "GRPO steps per family", (1, 100_000))
+    prompts_per_step: int = setting(4, "prompts per GRPO step; times the trainee's group: the completions of a "
+                                       "step", (1, 4096))
+    batch_per_device: int = setting(4, "completions per forward/backward; gradient accumulation covers the rest",
+                                    (1, 4096))
+    lr: float = setting(5e-5, "LoRA's learning rate", (1e-8, 1.0), why="below 1e-8, Adam's steps (about lr each) "
+                        "move a LoRA weight by at most 1e-3 in 100,000 steps: no training")
+    lora_r: int = setting(16, "LoRA's rank", (1, 4096))
+    lora_alpha: int = setting(32, "LoRA's scaling numerator (the update is scaled by lora_alpha / lora_r)", (1, 1 << 16))
+    seed: int = setting(0, "the training seed", (0, SEED_MAX))
+    logging_steps: int = setting(5, "steps between logged rewards (the reward curves)", (1, 100_000))
+    checkpoint_every: int = setting(25, "steps between LoRA checkpoints a rerun resumes from; 0: none", (0, 100_000))
     # Sampling and scoring (how the trainee samples is the trainee's)
-    sample_batch: int = defaults.SAMPLE_BATCH  # sequences per generate() call; 0: as many as fit (speed only)
-    fast: bool = True  # static-cache generation in CUDA graphs, compiled training (GPU): speed only, same math
-    score_deadline_s: float = defaults.SCORE_DEADLINE_S
+    sample_batch: int = setting(defaults.SAMPLE_BATCH, "sequences per generate() call; 0: as many as fit (speed only)",
+                                (0, 1 << 20))
+    fast: bool = setting(True, "static-cache generation in CUDA graphs, compiled training (GPU): speed only, "
+                               "same math")
+    score_deadline_s: float = setting(defaults.SCORE_DEADLINE_S, "seconds a scorer call may take; a longer one "
+                                      "scores 0.0", (defaults.SCORE_DEADLINE_MIN_S, defaults.SCORE_DEADLINE_MAX_S))
     # Seed ranges and reserved questions: predict, train and evaluate on disjoint tasks (heldout.py)
-    predict_tasks: int = defaults.SCREEN_TASKS
-    predict_seed: int = 10_000  # the first prediction task's seed (with reserve: walked past reserved questions)
-    train_seed: int = 0
-    eval_n: int = 200
-    eval_seed: int = 100_000  # evaluation tasks: the first eval_n seeds from here whose question is reserved
-    eval_search: int = 20  # ... among at most eval_search x eval_n seeds
-    min_unseen: int = 40  # fewer distinct reserved (schema 3: unseen) evaluation questions: the family is not judged
-    reserve: bool = True  # evaluation questions reserved by a keyed hash first; False: a run committed before (schema 3)
-    reserve_key: str = "shortlist"  # the keyed hash's key: which questions are reserved
-    census_n: int = 400  # tasks drawn to estimate each family's question space, which sizes its reserved share
-    census_seed: int = 200_000
+    predict_tasks: int = setting(defaults.SCREEN_TASKS, "tasks per family screened for the prediction", (1, 100_000))
+    predict_seed: int = setting(10_000, "the first prediction task's seed (with reserve: walked past reserved "
+                                        "questions)", (0, SEED_MAX))
+    train_seed: int = setting(0, "the first training task's seed", (0, SEED_MAX))
+    eval_n: int = setting(200, "evaluation tasks per family, before and after training", (1, 100_000))
+    eval_seed: int = setting(100_000, "evaluation tasks: the first eval_n seeds from here whose question is "
+                                      "reserved", (0, SEED_MAX))
+    eval_search: int = setting(20, "evaluation seeds looked at: at most eval_search x eval_n from eval_seed",
+                               (1, 1000))
+    min_unseen: int = setting(40, "distinct reserved (schema 3: unseen) evaluation questions a family needs to be "
+                                  "judged", (1, 100_000))
+    reserve: bool = setting(True, "evaluation questions reserved by a keyed hash first; False: a run committed "
+                                  "before (schema 3)")
+    reserve_key: str = setting("shortlist", "the keyed hash's key: which questions are reserved (1 to 256 "
+                                            "characters)")
+    census_n: int = setting(400, "tasks drawn to estimate each family's question space, which sizes its reserved "
+                                 "share", (1, 100_000))
+    census_seed: int = setting(200_000, "the first census task's seed", (0, SEED_MAX))
     # Analysis, declared before training
-    alpha: float = 0.05
-    bootstrap_n: int = 10_000
-    equivalence_margin: float = 0.05  # |gain| below this counts as "no change" (TOST)
+    alpha: float = setting(0.05, "the significance level of the bootstrap and the equivalence test", (1e-6, 0.5),
+                           why="below 1e-6, no p the bootstrap (at most 1,000,000 resamples) reports can reach it")
+    bootstrap_n: int = setting(10_000, "bootstrap resamples", (100, 1_000_000))
+    equivalence_margin: float = setting(0.05, '|gain| below this counts as "no change" (TOST)', (1e-4, 1.0),
+                                        why="below 1e-4, finer than a mean score over 100,000 tasks can resolve")
 
     def __post_init__(self):
         for f in fields(self):  # 1 means 1.0 where a float is due (a papermill or YAML int)
@@ -132,14 +148,7 @@ class Settings:
                 continue  # a trainee record, checked by Trainee.from_dict above; a Choice, checked by configure()
             if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
                 raise SettingsError(f"{f.name}={value!r}: must be {kind.__name__}")
-        within = {"steps": (1, 100_000), "prompts_per_step": (1, 4096), "batch_per_device": (1, 4096),
-                  "eval_n": (1, 100_000), "predict_tasks": (1, 100_000), "sample_batch": (0, 1 << 20),
-                  "lora_r": (1, 4096), "lora_alpha": (1, 1 << 16), "logging_steps": (1, 100_000),
-                  "bootstrap_n": (100, 1_000_000), "checkpoint_every": (0, 100_000), "seed": (0, SEED_MAX),
-                  "predict_seed": (0, SEED_MAX), "train_seed": (0, SEED_MAX), "eval_seed": (0, SEED_MAX),
-                  "eval_search": (1, 1000), "min_unseen": (1, 100_000), "census_n": (1, 100_000),
-                  "census_seed": (0, SEED_MAX)}
-        for name, (low, high) in within.items():
+        for name, (low, high) in INTS.items():
             if not low <= getattr(self, name) <= high:
                 raise SettingsError(f"{name}={getattr(self, name)}: must lie in {low}..{high}")
         if self.min_unseen > self.eval_n:
@@ -158,7 +167,7 @@ class Settings:
             if not math.isfinite(value):
                 raise SettingsError(f"{name}={value}: not a finite number in [{low:g}, {high:g}]")
             if not low <= value <= high:
-                raise SettingsError(f"{name}={value}: must be a number in [{low:g}, {high:g}] ({FLOATS_WHY[name]})")
+                raise SettingsError(f"{name}={value}: must be a number in [{low:g}, {high:g}] ({WHY[name]})")
         if defaults.deadline_refusal(self.score_deadline_s):
             raise SettingsError(defaults.deadline_refusal(self.score_deadline_s))
         if not self.reserve_key or len(self.reserve_key) > 256:
@@ -203,24 +212,52 @@ def heldout_walk() -> int:
     return WALK
 
 
-SEED_MAX = defaults.SEED_MAX
 DEFAULTS = {f.name: f.default for f in fields(Settings)}  # the seed's protocol, without making (checking) a Settings
 # not compared as the protocol: the source is checked per family, by what served its tasks (commit.py), since a
 # server started here (--env-local) has another port each run; predictions.json records it beside
 SPEED_ONLY = ("out", "families", "sample_batch", "fast", "trainee", "model", "source")
 
 
+# the ranges validate() holds each setting to, read from the fields (score_deadline_s's is
+# defaults.deadline_refusal's, which every entry point checks)
+INTS = {f.name: f.metadata["within"] for f in fields(Settings) if f.metadata["within"] and type(f.default) is int}
+FLOATS = {f.name: f.metadata["within"] for f in fields(Settings) if f.metadata["why"]}
+WHY = {name: f.metadata["why"] for f in fields(Settings) if (name := f.name) in FLOATS}
+
+
 def names() -> list[str]:
     return [f.name for f in fields(Settings)]
+
+
+def described() -> list[tuple[str, str]]:
+    """(name=default, what it is and the values it takes) for each setting, from the fields themselves:
+    `python -m proof run --help` lists them."""
+    rows = []
+    for f in fields(Settings):
+        head = {"families": "families (as --families)", "source": "source (as --source and its options)"}.get(
+            f.name, f"{f.name}={f.default!r}")
+        low_high = f.metadata["within"]
+        valid = ("True or False" if type(f.default) is bool else
+                 f"in {low_high[0]}..{low_high[1]}" if type(f.default) is int and low_high else
+                 f"in [{low_high[0]:g}, {low_high[1]:g}]" if low_high else "")
+        rows.append((head, f.metadata["help"] + (f"; {valid}" if valid else "")))
+    return rows
+
+
+def unknown(name: str) -> str:
+    """An unknown setting's name, and the names close to it (or every name, where none is)."""
+    close = difflib.get_close_matches(name, names(), n=3, cutoff=0.5)
+    return (f"unknown setting {name!r}; " + (f"did you mean {' or '.join(close)}?" if close else
+                                             f"settings: {', '.join(names())}"))
 
 
 def make(preset: str | None = None, **overrides) -> Settings:
     """Settings from a preset and overrides, validated; unknown names and presets are one line."""
     if preset is not None and preset not in PRESETS:
         raise SettingsError(f"unknown preset {preset!r}; presets: {', '.join(PRESETS)}")
-    unknown = sorted(set(overrides) - set(names()))
-    if unknown:
-        raise SettingsError(f"unknown setting {unknown[0]!r}; settings: {', '.join(names())}")
+    strange = sorted(set(overrides) - set(names()))
+    if strange:
+        raise SettingsError(unknown(strange[0]))
     from shortlist.trainee import TraineeError
     try:
         return Settings(**{**PRESETS.get(preset or "full", {}), **overrides})
@@ -239,10 +276,10 @@ def parse_override(text: str) -> tuple[str, object]:
     """`name=value` from a command line, the value coerced to the setting's type (as nanoGPT does)."""
     name, sep, raw = text.partition("=")
     name = name.strip().replace("-", "_")
-    if not sep or name not in names():
-        raise SettingsError(f"--set {text!r}: write name=value with a name from {', '.join(names())}")
-    if name == "source":
-        raise SettingsError(f"--set {text[:80]!r}: give the source with --source and its options (--env-url...)")
+    if not sep:
+        raise SettingsError(f"--set {text[:80]!r}: write name=value with a name from {', '.join(names())}")
+    if name not in names():
+        raise SettingsError(f"--set {text[:80]!r}: {unknown(name)}")
     default = DEFAULTS[name]
     if isinstance(default, str):
         return name, raw

@@ -306,12 +306,32 @@ def shown(text: str, **code: str):
     return HTML(f"<p>{page.prose(text, **code)}</p>")
 
 
+def _prediction_tasks(s: dict, reserved: bool) -> str:
+    """Which tasks the predictions were screened on: the first unreserved ones, or a range of seeds."""
+    first = s["predict_seed"]
+    return f"{s['predict_tasks']} tasks" + (f" (the first from seed {first} whose question is not reserved)"
+                                            if reserved else f" (seeds {first}..{first + s['predict_tasks'] - 1})")
+
+
+def _audit(t) -> str:
+    """The audit's caption: the ceiling and guess rate measured before any model is asked."""
+    return (f"Before any model is asked: the *ceiling* is the share of the prediction tasks whose gold answer (or, "
+            f"where a task has none, an answer its source knows to be valid), written as the trainee is asked to "
+            f"write answers and read back by its extraction "
+            f"{{extraction}}, scores 1 (below {t.ceiling_min}: *unscorable*; "
+            f"no answer to check at all: *unverified ceiling*); the *guess rate* is the best share of full "
+            f"scores over policies that do not solve the task (constants, the most frequent or another task's "
+            f"gold answer, the first, last, largest or smallest number of the question, how many numbers it "
+            f"holds, its last word); at {t.guess_min} or more, or at least pass@1 and {t.pass_min}, the family "
+            f"is *guessable*. These are trained and reported apart. After training, the best policy on the "
+            f"same evaluation tasks is what the trained model must beat.")
+
+
 def _caption(report: Report, section: str) -> str:
     s, t = report.settings, report.trainee
     n = s["eval_n"]
     reserved = bool(s.get("reserve"))
-    tasks = (f"{s['predict_tasks']} tasks" + (" (the first from seed {} whose question is not reserved)".format(
-        s["predict_seed"]) if reserved else f" (seeds {s['predict_seed']}..{s['predict_seed'] + s['predict_tasks'] - 1})"))
+    tasks = _prediction_tasks(s, reserved)
     return {
         "predictions": f"From {tasks} × {t.group} samples per family, drawn as GRPO draws them (temperature "
                        f"{t.temperature}, at most {t.max_new_tokens} new tokens). *Signal* is the share of tasks whose "
@@ -325,16 +345,7 @@ def _caption(report: Report, section: str) -> str:
                            f"recorded them (the next tables keep the tasks the judgement rests on). ")) +
                     f"The seed's analysis, unchanged: a paired bootstrap ({s['bootstrap_n']:,} resamples) on the mean "
                     f"score per task; *improved* when p ≤ {s['alpha']} and the gain is positive.",
-        "audit": f"Before any model is asked: the *ceiling* is the share of the prediction tasks whose gold answer (or, "
-                 f"where a task has none, an answer its source knows to be valid), written as the trainee is asked to "
-                 f"write answers and read back by its extraction "
-                 f"{{extraction}}, scores 1 (below {t.ceiling_min}: *unscorable*; "
-                 f"no answer to check at all: *unverified ceiling*); the *guess rate* is the best share of full "
-                 f"scores over policies that do not solve the task (constants, the most frequent or another task's "
-                 f"gold answer, the first, last, largest or smallest number of the question, how many numbers it "
-                 f"holds, its last word); at {t.guess_min} or more, or at least pass@1 and {t.pass_min}, the family "
-                 f"is *guessable*. These are trained and reported apart. After training, the best policy on the "
-                 f"same evaluation tasks is what the trained model must beat.",
+        "audit": _audit(t),
         "heldout": ("Each result rests on its reserved evaluation questions: a keyed hash set them aside before "
                     "anything was drawn, sized from a census of the family's questions (the estimate is Chao1's). "
                     if reserved else "Each result rests on its unseen evaluation questions. ") +

@@ -105,7 +105,8 @@ class _Server:
                 self.close()
                 raise RuntimeError("the scoring server did not start" + (f": {why}" if why else ""))
             self._confinement = hello["confinement"]
-            if self._confinement.get("hash_seed") != 0:  # tasks would differ from Family.tasks() (issue 9)
+            # string hashes order sets, so under another seed its tasks would differ from Family.tasks()
+            if self._confinement.get("hash_seed") != 0:
                 self.close()
                 raise RuntimeError("the scoring server runs without PYTHONHASHSEED=0")
         return self._confinement

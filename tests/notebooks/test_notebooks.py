@@ -77,7 +77,7 @@ def run_all(path: Path, values: dict, dest: Path) -> nbformat.NotebookNode:
 
 def test_run_all_by_hand_01_then_02_then_03_gives_the_report(tmp_path):
     from proof import files, records
-    from shortlist import sources as families
+    from shortlist import sources
     family = "chain_sum(max_digits=1, max_terms=2)"
     values = {"model": "tiny", "trainee": "qwen3(max_new_tokens=8)", "families": [family],
               "out": str(tmp_path / "run"), "steps": 2, "predict_tasks": 4, "eval_n": 8, "min_unseen": 4, "logging_steps": 1,
@@ -89,7 +89,7 @@ def test_run_all_by_hand_01_then_02_then_03_gives_the_report(tmp_path):
         errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
         stderr = [o["text"] for c in nb.cells for o in c.get("outputs", []) if o.get("name") == "stderr"]
         assert errors == [] and stderr == [], (name, errors, stderr)  # no error, no warning
-    result = records.read(files.result(tmp_path / "run", families.parse(family).slug))
+    result = records.read(files.result(tmp_path / "run", sources.parse(family).slug))
     assert isinstance(result, records.FamilyResult) and result.settings["steps"] == 2
     html = files.report(tmp_path / "run").read_text()  # 03's last cell wrote it, as the batch would
     assert 'class="shortlist-headline"' in html and "smoke run, not a finding" in html

@@ -32,7 +32,7 @@ def synthetic(tmp_path, monkeypatch):
     (site / "sitecustomize.py").write_text("import proof.verify\nproof.verify.rescored = lambda *args: []\n")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])))
     from proof.records import Evaluation
-    from shortlist import sources as families
+    from shortlist import sources
     from shortlist import screening
     from shortlist import trainee
 
@@ -56,7 +56,7 @@ def synthetic(tmp_path, monkeypatch):
         curve = [{"step": i + 1, "reward": 0.3, "reward_std": 0.2, "frac_reward_zero_std": 0.5,
                   "completion_length": 5.0, "clipped_ratio": 0.1} for i in range(s.steps)]
         for key, case in cases.items():
-            path = files.result(s.out, families.parse(key).slug)
+            path = files.result(s.out, sources.parse(key).slug)
             if "failed" in case:
                 records.write(path, runner.failed(key, sha, case["failed"], "notebooks/x.ipynb"))
                 continue
@@ -75,7 +75,7 @@ def synthetic(tmp_path, monkeypatch):
             result = train.outcome(s, key, sha, commit.prediction_for(body, key), evals["before"], evals["after"],
                                    curve, timings={"train_s": 1.0, "eval_before_s": 0.5, "eval_after_s": 0.5},
                                    engine={"before": engine}, baselines=baselines)
-            files.write_json(files.work(s.out, families.parse(key).slug) / "before.json",
+            files.write_json(files.work(s.out, sources.parse(key).slug) / "before.json",
                              {"predictions_sha256": sha, "evaluation": evals["before"].as_dict(), "seconds": 0.5,
                               "scoring": {}, "engine": engine})
             records.write(path, result)

@@ -8,7 +8,7 @@ import pytest
 
 from proof import checkpoint, files, runner
 from proof.__main__ import main
-from shortlist import sources as families
+from shortlist import sources
 
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "notebooks"  # papermill's style: notebooks as files
@@ -59,11 +59,11 @@ def test_executed_notebooks_are_small_kept_and_stamped(smoke_run):
 def test_parameters_are_injected(smoke_run):
     s, _, _ = smoke_run
     key = s.families[0]
-    nb = nbformat.read(files.notebooks(s.out) / f"02_train_family.{families.parse(key).slug}.ipynb", as_version=4)
+    nb = nbformat.read(files.notebooks(s.out) / f"02_train_family.{sources.parse(key).slug}.ipynb", as_version=4)
     injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
     assert len(injected) == 1
     assert f"family = {key!r}" in injected[0].source.replace('"', "'") and f"steps = {s.steps}" in injected[0].source
-    assert files.read_json(files.result(s.out, families.parse(key).slug))["settings"]["steps"] == s.steps
+    assert files.read_json(files.result(s.out, sources.parse(key).slug))["settings"]["steps"] == s.steps
 
 
 def test_progress_is_logged_per_step(smoke_run):
@@ -72,7 +72,7 @@ def test_progress_is_logged_per_step(smoke_run):
     # what the terminal shows of each family (papermill prints the kernel's lines): one line per logged
     # step, with the family, reward, seconds per step and the time left
     key = s.families[0]
-    nb = nbformat.read(files.notebooks(s.out) / f"02_train_family.{families.parse(key).slug}.ipynb", as_version=4)
+    nb = nbformat.read(files.notebooks(s.out) / f"02_train_family.{sources.parse(key).slug}.ipynb", as_version=4)
     text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     lines = [line for line in text.splitlines() if line.startswith(f"{key} step ")]
     assert len(lines) == s.steps // s.logging_steps, text[-2000:]
@@ -86,15 +86,15 @@ def test_a_failing_family_is_recorded_the_others_go_on_and_the_exit_status_says_
     s = done.replace(out=str(tmp_path / "run"))
     shutil.copytree(done.out, s.out)  # 01 and the first family are there: the rerun tries the second
     failed_key, done_key = s.families[1], s.families[0]
-    files.result(s.out, families.parse(failed_key).slug).unlink()
+    files.result(s.out, sources.parse(failed_key).slug).unlink()
     monkeypatch.setattr(runner, "THE_NOTEBOOKS", runner.Notebooks(train=FIXTURES / "broken.ipynb"))
     assert main(["run", "--preset", "smoke", "--out", s.out]) == 1
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err == f"error: 1 of 2 families did not finish: {failed_key} (RuntimeError: boom)"
     html = files.report(s.out)
-    failed = files.read_json(files.result(s.out, families.parse(failed_key).slug))
+    failed = files.read_json(files.result(s.out, sources.parse(failed_key).slug))
     assert failed["status"] == "failed" and failed["reason"] == "RuntimeError: boom"
-    assert files.read_json(files.result(s.out, families.parse(done_key).slug))["status"] == "done"
+    assert files.read_json(files.result(s.out, sources.parse(done_key).slug))["status"] == "done"
     executed = nbformat.read(Path(s.out) / failed["notebook"], as_version=4)
     assert any(o.get("output_type") == "error" for c in executed.cells for o in c.get("outputs", []))
     assert "failed: RuntimeError: boom" in Path(html).read_text()
@@ -135,13 +135,13 @@ def test_a_batch_killed_mid_training_resumes_to_the_uninterrupted_result(smoke_r
     from proof import records
     s, _, _ = smoke_run
     key = s.families[0]
-    slug = families.parse(key).slug
+    slug = sources.parse(key).slug
     done = records.read(files.result(s.out, slug))
     copy = s.replace(out=str(tmp_path / "run"))
     shutil.copytree(s.out, copy.out)  # the same commitment and the other family's result: only this one is redone
     files.result(copy.out, slug).unlink()
     shutil.rmtree(files.work(copy.out, slug))
-    other_nb = files.notebooks(copy.out) / f"02_train_family.{families.parse(s.families[1]).slug}.ipynb"
+    other_nb = files.notebooks(copy.out) / f"02_train_family.{sources.parse(s.families[1]).slug}.ipynb"
     other_nb_written = other_nb.stat().st_mtime_ns
     # 02 made to stop for two minutes after saving checkpoint 2 of 4: the kill lands there, mid-training
     script = ("from proof import runner, settings\n"
@@ -299,7 +299,7 @@ def _without(s, keys, out):
     copy = s.replace(out=str(out))
     shutil.copytree(s.out, copy.out)
     for key in keys:
-        slug = families.parse(key).slug
+        slug = sources.parse(key).slug
         files.result(copy.out, slug).unlink()
         shutil.rmtree(files.work(copy.out, slug))
         (files.notebooks(copy.out) / f"02_train_family.{slug}.ipynb").unlink()
@@ -309,7 +309,7 @@ def _without(s, keys, out):
 def _metrics(out, key):
     """A family's numbers, without the clock: what must not depend on where or how it ran."""
     from proof import records
-    r = records.read(files.result(out, families.parse(key).slug))
+    r = records.read(files.result(out, sources.parse(key).slug))
     return (r.before, r.after, r.gain, [{k: v for k, v in row.items() if k != "step_time"} for row in r.reward_curve],
             {k: v for k, v in r.scoring.items() if k != "seconds"})
 
@@ -410,12 +410,12 @@ def test_the_smoke_metrics_do_not_depend_on_where_the_families_ran(smoke_run, tm
     placed = {}
     for key in s.families:
         assert _metrics(copy.out, key) == _metrics(s.out, key), key
-        placed[key] = files.read_json(files.result(copy.out, families.parse(key).slug))["device"]["placement"]
+        placed[key] = files.read_json(files.result(copy.out, sources.parse(key).slug))["device"]["placement"]
     if executor == "ray":
         assert sorted(p["gpu"] for p in placed.values()) == ["0", "1"] and all(
             p["executor"] == "ray" and p["per_gpu"] == 1 for p in placed.values())
         for key in s.families:  # what a rerun resumes from came back to this folder; each machine keeps its compile cache
-            work = files.work(copy.out, families.parse(key).slug)
+            work = files.work(copy.out, sources.parse(key).slug)
             assert (work / "before.json").exists() and (work / "checkpoints" / f"checkpoint-{s.steps}" / checkpoint.PROGRESS).exists()
     else:
         assert sorted((p["slot"], p["gpu"], p["per_gpu"]) for p in placed.values()) == [(1, "0", 2), (2, "0", 2)]
@@ -441,7 +441,7 @@ def test_a_ray_worker_killed_mid_family_is_a_failed_family_and_a_rerun_resumes_i
     ray = __import__("ray") if os.environ.get("CI") else pytest.importorskip("ray")
     s, _, _ = smoke_run
     key = s.families[0]
-    slug = families.parse(key).slug
+    slug = sources.parse(key).slug
     copy = _without(s, [key], tmp_path / "run")
     pid_file = tmp_path / "kernel.pid"
     monkeypatch.setenv("SHORTLIST_TEST_PAUSE_AT", "2")  # the cluster's workers take this environment at its start
@@ -497,7 +497,7 @@ def test_a_stopped_batch_leaves_no_process_and_a_folder_the_same_command_resumes
     from shortlist import executors
     s, _, _ = smoke_run
     key = s.families[0]
-    slug = families.parse(key).slug
+    slug = sources.parse(key).slug
     copy = _without(s, [key], tmp_path / "run")
     pid_file = tmp_path / "kernel.pid"
     env = dict(os.environ, SHORTLIST_TEST_PAUSE_AT="2", SHORTLIST_TEST_PID_FILE=str(pid_file))

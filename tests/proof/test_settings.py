@@ -81,6 +81,41 @@ def test_unknown_names_and_presets():
         settings_.make("smok")
 
 
+def test_an_unknown_name_to_set_is_refused_in_one_line_that_names_it_and_the_close_ones(tmp_path, capsys):
+    from proof.__main__ import main
+    out = tmp_path / "out"
+    assert main(["run", "--preset", "smoke", "--out", str(out), "--set", "n_eval=40"]) == 2
+    err = capsys.readouterr().err
+    assert err == "error: --set 'n_eval=40': unknown setting 'n_eval'; did you mean eval_n or eval_seed?\n"
+    assert not out.exists()
+    with pytest.raises(SettingsError, match="unknown setting 'zzzz'; settings: trainee, model, families"):
+        settings_.parse_override("zzzz=1")  # nothing close: every name
+    with pytest.raises(SettingsError, match="unknown setting 'stepz'; did you mean steps"):
+        settings_.make(stepz=3)  # a notebook's or the library's keyword: the same words
+
+
+def test_run_help_gives_each_settings_own_help_and_the_range_it_is_then_held_to():
+    import dataclasses
+    from tests.shortlist.test_cli import help_of
+    text, heavy = help_of("proof", "run")
+    assert heavy == []
+    flat = " ".join(text.split())
+    for f in dataclasses.fields(settings_.Settings):
+        assert " ".join(f.metadata["help"].split()) in flat, f.name
+    assert "steps=100: GRPO steps per family; in 1..100000 " in flat
+    assert "lr=5e-05: LoRA's learning rate; in [1e-08, 1] " in flat and "fast=True: " in flat
+    for name, (low, high) in settings_.INTS.items():  # the range shown is the one validate() refuses past
+        assert f"{name}={settings_.DEFAULTS[name]!r}: " in flat and f"; in {low}..{high}" in flat
+        for bad in (low - 1, high + 1):
+            with pytest.raises(SettingsError, match=f"^{name}={bad}: must lie in {low}..{high}$"):
+                settings_.make(**{name: bad})
+    for name, (low, high) in settings_.FLOATS.items():
+        assert f"; in [{low:g}, {high:g}]" in flat
+        for bad in (low / 2, high * 2):
+            with pytest.raises(SettingsError, match=f"must be a number in \\[{low:g}, {high:g}\\]"):
+                settings_.make(**{name: bad})
+
+
 def test_smoke_preset_is_offline_and_small():
     s = settings_.make("smoke")
     assert s.profile.model == "tiny" and len(s.families) == 2 and s.steps <= 5 and s.profile.max_new_tokens == 16
@@ -164,10 +199,10 @@ def test_a_catalog_row_goes_to_the_proof_as_it_is():
         assert all(screened[t["seed"]] == t for t in tasks["predict"] if t["seed"] in screened)
 
 
-# Every input issue 19.8 (and 24.6) found accepted, or refused by a traceback, through the command line: one
+# Inputs once accepted, or refused by a traceback, through the command line: each is now refused in one
 # line that names the setting, before any model loads or anything is written. {self} is a trainee file
 # that extends itself.
-ISSUE_INPUTS = [
+ONCE_ACCEPTED = [
     (["--families", "chain_sum(max_terms=1e309)"], "families: chain_sum: max_terms=inf: not a finite number"),
     (["--families", "chain_sum(max_terms=1000000000)"], "chain_sum(max_terms=1000000000): one task "),
     (["--families", "chain_sum(max_terms=2.5)"], "families: chain_sum: max_terms=2.5: must be int"),
@@ -194,8 +229,8 @@ ISSUE_INPUTS = [
 ]
 
 
-@pytest.mark.parametrize("args, fragment", ISSUE_INPUTS, ids=[f"{a[0]} {a[1][:40]}" for a, _ in ISSUE_INPUTS])
-def test_each_input_the_issues_found_is_one_line_before_anything_is_written(args, fragment, tmp_path, capsys,
+@pytest.mark.parametrize("args, fragment", ONCE_ACCEPTED, ids=[f"{a[0]} {a[1][:40]}" for a, _ in ONCE_ACCEPTED])
+def test_each_input_once_accepted_is_one_line_before_anything_is_written(args, fragment, tmp_path, capsys,
                                                                             monkeypatch, no_model_loads):
     import json
 

@@ -271,10 +271,9 @@ def test_grpo_config_is_the_seeds_in_fp32(tmp_path):
 
 def test_training_a_family_compiles_into_the_run_folder(synthetic, monkeypatch, no_model_loads):
     from proof import files, train
-    from shortlist import sources as families
     key = "chain_sum(max_terms=2, max_digits=1)"
     s = synthetic({key: {"before": [0.0] * 4, "after": [1.0] * 4}})
-    files.result(s.out, families.parse(key).slug).unlink()  # not trained yet
+    files.result(s.out, sources.parse(key).slug).unlink()  # not trained yet
     used = []
     monkeypatch.setattr(compile_cache, "use", used.append)
     monkeypatch.setattr(train.commit, "tasks_verified", lambda *_: None)  # synthetic fingerprints are zeros

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from shortlist.catalog import run as catalog
-from shortlist import sources as families
 from shortlist import executors
 from shortlist import screening
 from shortlist import trainee

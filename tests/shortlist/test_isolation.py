@@ -254,7 +254,8 @@ def as_throwaway_user() -> None:
 
 def forks_in_turn(pids) -> list:
     """Fork three children one after another, each reporting whether it is process 1, and waited for
-    before the next: issue 19's non-root zygote failed the second fork with ENOMEM here."""
+    before the next: a non-root zygote that entered a PID namespace it could not leave failed the
+    second fork here with ENOMEM."""
     seen = []
     for _ in range(3):
         try:
@@ -266,9 +267,10 @@ def forks_in_turn(pids) -> list:
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become a throwaway user")
 def test_a_pid_namespace_per_child_is_not_tried_where_setns_back_would_be_refused():
-    """A non-root user in a user namespace of its own, but still in the machine's PID namespace (as
-    the zygote of issue 19 was): unshare(CLONE_NEWPID) would succeed and setns() back fail, leaving
-    every later child in the first one's namespace. It is not tried; children lead process groups."""
+    """A non-root user in a user namespace of its own, but still in the machine's PID namespace (as a
+    zygote that drops to a throwaway user is): unshare(CLONE_NEWPID) would succeed and setns() back
+    fail, leaving every later child in the first one's namespace. It is not tried; children lead
+    process groups."""
     def body():
         as_throwaway_user()
         assert libc.unshare(0x10000000) == 0  # CLONE_NEWUSER

@@ -62,7 +62,7 @@ def test_a_killed_batch_leaves_its_job_scratch_and_a_killed_scorer_owner_its_scr
              "time.sleep(0.05)")
     left = killed(batch, temp)
     assert len(left) == 1 and left[0].startswith("shortlist-job-")
-    assert (temp / left[0] / "parameters.json").exists()  # what the issue found: settings and trainee left behind
+    assert (temp / left[0] / "parameters.json").exists()  # a killed batch leaves its settings and trainee
     left = killed("from shortlist.scoring import Scorer; s = Scorer(workers=1)", temp)
     assert any(name.startswith("shortlist-scratch-") for name in left)
     assert sorted(leftovers.sweep()) == sorted(str(temp / name) for name in left)

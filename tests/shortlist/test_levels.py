@@ -4,7 +4,7 @@ import pytest
 from reasoning_gym.factory import DATASETS, create_curriculum
 
 from shortlist.sources import levels as curricula
-from shortlist import sources as families
+from shortlist import sources
 from shortlist.sources import reasoning_gym as rg
 from shortlist.sources.levels import Level, LevelError
 
@@ -33,7 +33,7 @@ def test_the_easiest_level_is_the_easy_config_written_as_a_spec():
                                          ("basic_arithmetic", 4), ("word_sorting", 1)])
 def test_a_spec_builds_exactly_the_tasks_of_the_curriculums_config(name, level):
     spec = curricula.at(name, level).spec
-    family = families.parse(spec)
+    family = sources.parse(spec)
     assert family.key == spec  # canonical: `proof run --families` gets it unchanged
     assert family.tasks(range(500, 503)) == curriculum_tasks(name, level, range(500, 503))
 

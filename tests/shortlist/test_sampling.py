@@ -85,12 +85,17 @@ def test_auto_batch_takes_what_fits(tiny_model, monkeypatch):
 
 
 def test_release_gives_the_cache_back_and_sampling_goes_on(tiny_model):
+    """After release nothing holds the static cache (its memory can be collected: GBs on a T4), and the
+    next call builds one of the same shape that gives the same answers."""
+    import weakref
     sampler = sampling.Sampler(tiny_model, SMOKE.replace(max_new_tokens=6), fast=True)
     first = sampler.complete(QUESTIONS, greedy=True)
-    assert hf_internals.cache_shape(tiny_model.model) is not None
+    shape = hf_internals.cache_shape(tiny_model.model)
+    assert shape[0] == len(QUESTIONS)  # (rows, length): one row a question, in one batch
+    held = weakref.ref(hf_internals.static_cache(tiny_model.model, *shape)[0])  # the kept cache, reused
     sampling.release(tiny_model.model)
-    assert hf_internals.cache_shape(tiny_model.model) is None
-    assert sampler.complete(QUESTIONS, greedy=True) == first
+    assert held() is None and hf_internals.cache_shape(tiny_model.model) is None
+    assert sampler.complete(QUESTIONS, greedy=True) == first and hf_internals.cache_shape(tiny_model.model) == shape
 
 
 QUESTIONS = [f"State the final answer to the following arithmetic problem: {a} + {b} =" for a, b in

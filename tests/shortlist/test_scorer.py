@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from shortlist import sources as families
+from shortlist import sources
 from shortlist import scoring
 from shortlist.scoring import scorer
 from shortlist.scoring import zygote
@@ -16,14 +16,14 @@ from shortlist.scoring import ScoreCounts, Scorer
 MALFORMED = ["The answer is 4.", "<answer>4", "<answer></answer>", "", "\x00<answer", "</answer>4<answer>"]
 
 
-@pytest.mark.parametrize("family", families.DEFAULT)
+@pytest.mark.parametrize("family", sources.DEFAULT)
 def test_malformed_completions_score_zero_in_every_default_family(scorer, family):
     answers = [trainee.QWEN3.for_source("reasoning_gym").clean(c) for c in MALFORMED]
     assert scorer.score(family, [500] * len(answers), answers) == [0.0] * len(MALFORMED)
 
 
 def test_correct_answers_score_one_and_each_task_is_its_own(scorer):
-    f = families.parse("chain_sum")
+    f = sources.parse("chain_sum")
     tasks = f.tasks(range(40, 44))
     assert scorer.score(f, [t["seed"] for t in tasks], [t["answer"] for t in tasks]) == [1.0] * 4
     shifted = [t["answer"] for t in tasks[1:] + tasks[:1]]  # each answer against another task
@@ -31,7 +31,7 @@ def test_correct_answers_score_one_and_each_task_is_its_own(scorer):
 
 
 def test_configured_family_is_scored_with_its_config(scorer):
-    f = families.parse("chain_sum(max_terms=2, max_digits=1)")
+    f = sources.parse("chain_sum(max_terms=2, max_digits=1)")
     task = f.task(7)
     assert scorer.score(f, [7], [task["answer"]]) == [1.0]
 
@@ -49,7 +49,7 @@ def test_none_is_unextracted_and_never_reaches_the_scorer(scorer):
 
 def test_a_hanging_answer_is_cut_at_the_deadline_and_the_pool_recovers():
     with Scorer(workers=1, deadline_s=0.5) as s:
-        task = families.parse("binary_matrix").task(1)
+        task = sources.parse("binary_matrix").task(1)
         s.score("binary_matrix", [1], [task["answer"]])  # warm the worker
         started = time.monotonic()
         assert s.score("binary_matrix", [1], ["9**9**9"]) == [0.0]
@@ -81,7 +81,7 @@ def test_answer_processes_are_confined_and_the_record_is_flat(scorer):
     assert c["capabilities"] == 0 and c["dumpable"] is False and c["no_new_privs"] and "NPROC" in c["rlimits"]
     assert c["process_tree"] in ("pid_namespace", "process_group") and isinstance(c["ipc_namespace"], bool)
     assert c["scratch"] in (f"tmpfs {zygote.Limits.scratch_mb} MiB", "none: files cannot grow")
-    if os.geteuid() == 0:  # root drops to nobody: the kernel then refuses what the issue's probes did
+    if os.geteuid() == 0:  # root drops to nobody: the kernel then refuses what root's answers could do
         assert c["user"] == "65534:65534"
     assert all(isinstance(v, (bool, int, str, list, type(None))) for v in c.values())  # predictions.json, the report
 
@@ -124,18 +124,19 @@ def test_forged_counts_move_no_count_and_leave_them_writable(scorer):
     assert scorer.score("binary_matrix", [1, 1], [forged, forged]) == [0.0, 0.0]
     after = vars(scorer.counts["binary_matrix"])
     assert after["refused"] == before.get("refused", 0) and after["crashes"] == before.get("crashes", 0) + 2
-    json.dumps(after)  # what 01 writes: issue 19.6 made it raise
+    json.dumps(after)  # what 01 writes: forged counts summed past int-to-str's 4300 digits made it raise
 
 
 def test_the_callers_environment_is_never_touched_and_the_server_has_its_own(monkeypatch):
-    """Issue 20: starting the Scorer emptied os.environ process-wide while the forkserver started."""
+    """Starting the Scorer once emptied os.environ process-wide while the forkserver started: another
+    thread reading the environment then saw none."""
     secret = "shortlist-" + secrets.token_hex(8)
     monkeypatch.setenv("SHORTLIST_PROBE_SECRET", secret)
     touched = []
     monkeypatch.setattr(os.environ, "clear", lambda: touched.append("clear"), raising=False)
     before = dict(os.environ)
     with Scorer(workers=1) as s:
-        assert s.score("leg_counting", [1], [families.parse("leg_counting").task(1)["answer"]]) == [1.0]
+        assert s.score("leg_counting", [1], [sources.parse("leg_counting").task(1)["answer"]]) == [1.0]
         with open(f"/proc/{s._server.process.pid}/environ", "rb") as f:
             server = dict(item.split(b"=", 1) for item in f.read().split(b"\0") if item)
     assert touched == [] and dict(os.environ) == before
@@ -146,7 +147,7 @@ def test_a_forked_child_that_closes_the_scorer_leaves_the_parents_alone():
     """A fork of the caller (a DataLoader worker, say) runs atexit's close() too: it must neither kill
     the parent's zygotes through the shared socket nor remove the parent's scratch directory."""
     with Scorer(workers=1) as s:
-        answer = families.parse("leg_counting").task(1)["answer"]
+        answer = sources.parse("leg_counting").task(1)["answer"]
         assert s.score("leg_counting", [1], [answer]) == [1.0]
         pid = os.fork()
         if pid == 0:

@@ -1,7 +1,7 @@
 """Tasks built as a process with PYTHONHASHSEED=0 builds them (sources/tasks.py), in every process."""
 import pytest
 
-from shortlist import sources as families
+from shortlist import sources
 
 
 
@@ -12,15 +12,15 @@ HASH_SEEDED = ["isomorphic_strings", "knight_swap", "list_functions", "polynomia
 BUILD = """
 import hashlib, json, sys
 import reasoning_gym
-from shortlist import sources as families
+from shortlist import sources
 if sys.argv[1] == "raw":  # reasoning-gym alone, in this interpreter
     out = {}
     for name in json.loads(sys.argv[2]):
         tasks = [reasoning_gym.create_dataset(name, seed=s, size=1)[0] for s in range(3)]
         out[name] = hashlib.sha256(repr([(t["question"], t["answer"]) for t in tasks]).encode()).hexdigest()
 else:  # Family.tasks(), for the families named, or every creatable one
-    names = json.loads(sys.argv[2]) if len(sys.argv) > 2 else families.creatable()
-    out = {name: families.fingerprint(families.parse(name).tasks(range(2))) for name in names}
+    names = json.loads(sys.argv[2]) if len(sys.argv) > 2 else sources.creatable()
+    out = {name: sources.fingerprint(sources.parse(name).tasks(range(2))) for name in names}
 print(chr(10) + json.dumps(out))  # some families print while they build
 """
 
@@ -38,7 +38,7 @@ def build_in_a_process(hash_seed: str, *args: str):
 
 
 def fingerprints_here(names) -> dict:
-    return {name: families.fingerprint(families.parse(name).tasks(range(2))) for name in names}
+    return {name: sources.fingerprint(sources.parse(name).tasks(range(2))) for name in names}
 
 
 def test_the_hash_seeded_families_build_the_same_tasks_in_every_process():
@@ -59,13 +59,13 @@ def test_every_creatable_family_builds_the_same_tasks_in_every_process():
     """The same for every creatable family: a family reasoning-gym adds later may depend on the
     hash seed too."""
     other = build_in_a_process("1", "ours")
-    here = fingerprints_here(families.creatable())
+    here = fingerprints_here(sources.creatable())
     assert other() == here and len(here) >= 100
 
 
 def test_building_400_tasks_stays_cheap():
     import time
-    f = families.parse("chain_sum")
+    f = sources.parse("chain_sum")
     f.tasks(range(1))  # the helper interpreter, where this one's hash seed is not 0, starts once
     started = time.monotonic()
     assert [t["seed"] for t in f.tasks(range(400))] == list(range(400))

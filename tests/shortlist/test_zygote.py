@@ -1,7 +1,7 @@
 """Scoring under hostile answers: the adversarial corpus of protocol-notes.md through every creatable
-family, and the probes of issues 14 and 19 (one answer touching another's score, the counts, the run,
-the machine or the user's files) through the nine families whose scorers run the answer as Python,
-as root and as a throwaway non-root user."""
+family, and probes of what an answer could reach (another answer's score, the counts, the run, the
+machine or the user's files) through the nine families whose scorers run the answer as Python, as
+root and as a throwaway non-root user."""
 import ctypes
 import json
 import os
@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from shortlist import sources as families
+from shortlist import sources
 from shortlist.scoring import isolation
 from shortlist.scoring import Scorer
 from shortlist.scoring.zygote import Limits
@@ -52,18 +52,18 @@ def corpus(marker: str) -> list[str]:
     ]
 
 
-# --- issue 14's probes: each reports what it achieved through the one channel an answer has, its
-# own reply (1.0: the attack worked; 0.0: it was refused) ------------------------------------------
+# --- probes of an answer's escape: each reports what it achieved through the one channel an answer
+# has, its own reply (1.0: the attack worked; 0.0: it was refused) ---------------------------------
 PRELUDE = """
 import gc, json, os, stat, sys, time
 def report(x):
-    for fd in range(3, 64):  # every descriptor it holds: the forged reply of the issue
+    for fd in range(3, 64):  # every descriptor it holds, in case one reaches the parent: a forged reply
         try:
             os.write(fd, json.dumps({"score": float(x), "refused": False}).encode())
         except OSError:
             pass
     os._exit(0)
-def unhook():  # switch the audit hook off from inside, as the issue's probes did
+def unhook():  # switch the audit hook off from inside: each later layer must hold without it
     m = sys.modules.get("shortlist.scoring.answer")
     if m:
         m._REFUSED_EVENTS.clear(); m._PATH_EVENTS.clear(); m._REFUSED_PREFIXES = ("\\0",); m._inside = lambda *a: True
@@ -159,7 +159,7 @@ try:
     socket.socket(); report(1)
 except OSError:
     report(0)""",
-    # issue 19: what leaves the sandbox, and the counts
+    # what leaves the sandbox (other processes, SysV memory, the scratch), and the counts
     "other_cmdline": """
 unhook()
 seen = False
@@ -187,7 +187,7 @@ except OSError:
     pass
 report(written > BUDGET_MB)""",
     "forged_counts": """
-for fd in range(3, 64):  # a refused count json.dumps cannot write once two are summed (issue 19.6)
+for fd in range(3, 64):  # a refused count json.dumps cannot write once two are summed
     try: os.write(fd, json.dumps({"score": 1.0, "refused": 9 * 10 ** 4299}).encode())
     except OSError: pass
 os._exit(0)""",
@@ -290,7 +290,7 @@ def test_probes_through_the_nine_python_scorers(tmp_path, monkeypatch):
             assert scorer.confinement["user"] == nobody or os.geteuid() != 0
             server, uid = scorer._server.process.pid, int(scorer.confinement["user"].split(":")[0])
             for name in NINE:
-                family = families.parse(name)
+                family = sources.parse(name)
                 right = [t["answer"] for t in family.tasks([1, 2])]
                 honest, honest_seeds = [right[0], right[1], "0", right[0]], [1, 2, 1, 1]
                 baseline = scorer.score(family, honest_seeds, honest)
@@ -326,7 +326,7 @@ def test_adversarial_corpus_through_every_creatable_family(tmp_path):
     marker = tmp_path / "pwned"
     marker.mkdir()
     home_before = set(os.listdir(os.path.expanduser("~")))
-    names = families.creatable()
+    names = sources.creatable()
     assert len(names) >= 100 and set(NINE + ODD) <= set(names)
     started, slowest = time.monotonic(), 0.0
     with Scorer(workers=2, deadline_s=DEADLINE_S) as scorer:
@@ -349,12 +349,13 @@ def test_adversarial_corpus_through_every_creatable_family(tmp_path):
 
 def test_correct_answers_score_one_at_the_default_deadline():
     """Tasks are built in the zygote, outside the deadline (knight_swap's first build takes 1.3 s),
-    and they are the tasks Family.tasks() gives, whatever the hash seed (issue 9)."""
+    and they are the tasks Family.tasks() gives, whatever the hash seed (some families order sets of
+    strings)."""
     names = NINE + ["knight_swap", "group_anagrams", "isomorphic_strings", "list_functions", "ransom_note",
                     "word_ladder"]
     with Scorer(workers=2) as scorer:
         for name in names:
-            tasks = [t for t in families.parse(name).tasks(range(5)) if t["answer"] is not None]
+            tasks = [t for t in sources.parse(name).tasks(range(5)) if t["answer"] is not None]
             assert scorer.score(name, [t["seed"] for t in tasks], [t["answer"] for t in tasks]) == [1.0] * len(tasks), name
 
 
@@ -455,11 +456,11 @@ def battery(private: str, marker: str) -> dict:
     checks = probes(marker, secret, shm_key, {"pid_is_one": PID_IS_ONE})["pid_is_one"]
     try:
         with Scorer(workers=2, deadline_s=2.0) as scorer:
-            chain = families.parse("chain_sum")
+            chain = sources.parse("chain_sum")
             tasks = chain.tasks(range(5))
             honest = [scorer.score(chain, [t["seed"] for t in tasks] * 2, [t["answer"] for t in tasks] * 2)
                       for _ in range(3)]
-            right = families.parse("binary_matrix").task(1)["answer"]
+            right = sources.parse("binary_matrix").task(1)["answer"]
             answers = [a for attack in attacks.values() for a in (attack, right, checks)]
             scores = scorer.score("binary_matrix", [1] * len(answers), answers)
             counts = vars(scorer.counts["binary_matrix"])
@@ -475,7 +476,7 @@ def battery(private: str, marker: str) -> dict:
 @pytest.mark.parametrize("uid, refuse_unshare", [(None, False), (THROWAWAY, False), (None, True)],
                          ids=["root", "throwaway user", "root, unshare refused"])
 def test_the_probes_as_root_as_a_throwaway_user_and_without_namespaces(tmp_path, uid, refuse_unshare):
-    """Issue 19: as a non-root user every honest answer scored 0.0 after the first; an answer could
+    """What once failed: as a non-root user every honest answer scored 0.0 after the first; an answer could
     read the user's private files, other processes' /proc, leave SysV shared memory behind, fill its
     scratch, and forge the counts. Where unshare is refused, the next layer holds instead, and the
     record says which."""
