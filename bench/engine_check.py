@@ -47,7 +47,7 @@ def main() -> None:
     ap.add_argument("--tasks", type=int, default=32)
     ap.add_argument("--out", help="write the findings here as JSON")
     args = ap.parse_args()
-    who = trainee.resolve(args.trainee).replace(model=args.model).for_source(families.parse(FAMILY).source)
+    who = trainee.resolve(args.trainee).replace(model=args.model).for_source(sources.parse(FAMILY).source)
     loaded = sampling.load(args.model)
     questions = [t["question"] for t in sources.parse(FAMILY).tasks(range(100_000, 100_000 + args.tasks))]
     runs = {}

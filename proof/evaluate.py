@@ -21,7 +21,8 @@ def score(scorer: Scorer, trainee: Trainee, family, seeds: list[int], completion
           clipped: list[bool], repetitive: list[bool]) -> Evaluation:
     """The same whether fresh or re-scored: extract as the trainee reads the family, score with the family's."""
     family = sources.parse(family)
-    answers = [trainee.for_source(family.source).clean(c) for c in completions]
+    asked = trainee.for_source(family.source)
+    answers = [asked.clean(c) for c in completions]
     return Evaluation(seeds, completions, answers, scorer.score(family, seeds, answers),
                       clipped, repetitive)
 

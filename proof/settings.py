@@ -49,7 +49,7 @@ class Settings:
     families: tuple = setting(sources.DEFAULT, "comma-separated family specs")
     # whose families, with the source's options: a source.Choice, its as_dict(), or None: this process's.
     # Each process that makes the Settings (a notebook's kernel) configures it.
-    source: object = setting(None, "whose families, with the source's options (--source and its options)")
+    source: object = setting(None, "whose families, with their options")
     out: str = setting("results", "every file a run writes goes under this folder")
     # GRPO + LoRA (the seed's hyper-parameters)
     steps: int = setting(100, "GRPO steps per family", (1, 100_000))
