@@ -2,10 +2,11 @@
 
     load      an output folder read back, recomputed and analysed (load.py)
     prose     the banner, warnings, headline, family lines and captions (prose.py)
-    tables    every table and figure (tables.py, drawing with proof/figures.py)
+    tables    every table, and each figure through figures.py (tables.py)
+    figures   the figures themselves, matplotlib (figures.py)
     html      the notebook links and report.html (html.py)
 A new statistic goes into proof/analysis.py and shows in one table here; a new figure is one function
-in proof/figures.py and one wrapper in tables.py.
+in figures.py and one wrapper in tables.py (both here).
 """
 from proof.report.html import notebook_links, render
 from proof.report.load import Report, load, status

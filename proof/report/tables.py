@@ -7,7 +7,8 @@ import re
 
 import pandas as pd
 
-from proof import figures, rules
+from proof import rules
+from proof.report import figures
 from proof.records import FamilyResult
 from proof.report import prose
 from proof.report.load import Report, status
