@@ -1,6 +1,6 @@
 """What a catalog run holds: its plan, each family's walk, the rows screened, what failed or was not
 reached, and the catalog they make. Frozen records, validated when they are made (so when a file
-is read back), and written as JSON by files.py."""
+is read back), and written as JSON by store.py."""
 from __future__ import annotations
 
 import dataclasses

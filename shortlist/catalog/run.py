@@ -19,7 +19,7 @@ of tasks, their first seed, the sampling seed and the Reasoning Gym version are 
 level still gives the same spec: the same tasks (each row records their SHA-256), sampled the
 same way. Families fan out to worker jobs (walk.py), one per slot of shortlist.executors' executor
 (--per-gpu N on each visible GPU, or a Ray cluster), as the proof's do; without a GPU this process
-walks them in turn. This module is the run; records.py holds what it finds, files.py writes it.
+walks them in turn. This module is the run; records.py holds what it finds, store.py writes it.
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from pathlib import Path
 
 from shortlist import executors, output, page, provenance, spec
 from shortlist.executors import sizing
-from shortlist.catalog import files, walk
+from shortlist.catalog import store, walk
 from shortlist.catalog.records import OUT, Catalog, CatalogError, Plan, Unreached  # noqa: F401
 from shortlist.models import config as model_config
 from shortlist.sources import levels as levels_
@@ -83,7 +83,7 @@ def _run(p: Plan, log, where: executors.Placement | None, started: float) -> Cat
                 p = p.replace(builders=max(1, int(executor.cpus_per_job()) // 2))
             exits = _in_process(p, log) if in_process else _fan_out(p, executor, log)
             catalog = assemble(p, exits, walk.clock() - started)
-            page_error = files.write(out, catalog)
+            page_error = store.write(out, catalog)
     finally:
         executor.close()
     if page_error:
@@ -134,7 +134,7 @@ def assemble(p: Plan, exits: dict, wall_s: float) -> Catalog:
     died = {name: why for share, why in exits.values() for name in share}
     rows, failures, unreached = [], [], []
     for name in p.families:
-        found = files.read_walk(p.out, name)
+        found = store.read_walk(p.out, name)
         if found is None or found.identity != p.identity():
             unreached.append(Unreached(name, levels_.first(name, p.source.name), died.get(name, "the budget ran out")))
             continue

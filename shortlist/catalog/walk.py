@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shortlist import executors, output, process, sources
-from shortlist.catalog import files
+from shortlist.catalog import store
 from shortlist.catalog.records import LevelFailure, Plan, Row, Walk
 from shortlist.errors import one_line
 from shortlist.sources import levels as levels_
@@ -200,7 +200,7 @@ class _WalkInProgress:
     earlier run are its cache."""
 
     def __init__(self, p: Plan, name: str):
-        old = files.read_walk(p.out, name)
+        old = store.read_walk(p.out, name)
         self.cache = {r.level: r for r in old.rows} if old and old.identity == p.identity() else {}
         self.walk = Walk(name, p.identity(), next=levels_.first(name, p.source.name))
         self.notes: list[list] = []  # [first level, last level, what happened]
@@ -271,7 +271,7 @@ class _Walker:
 
     def save(self, f: _WalkInProgress, **changes) -> None:
         f.walk = dataclasses.replace(f.walk, **changes)
-        files.write_walk(self.p.out, f.walk)
+        store.write_walk(self.p.out, f.walk)
 
     def finish(self, f: _WalkInProgress) -> None:
         self.save(f, next=None, done=True)

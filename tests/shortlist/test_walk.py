@@ -198,7 +198,7 @@ def test_a_page_that_cannot_be_rendered_leaves_the_numbers_and_says_so(tmp_path,
 
     def broken(*_):
         raise FileNotFoundError("nbconvert's 'lab' template is in none of []")
-    monkeypatch.setattr(catalog.files.page, "page", broken)
+    monkeypatch.setattr(catalog.store.page, "page", broken)
     lines = []
     found = catalog.run(plan(tmp_path, ["chain_sum"], walk=False), log=lines.append)
     assert len(found.rows) == 1 and not (tmp_path / "cat" / "shortlist.html").exists()

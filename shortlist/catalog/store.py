@@ -1,4 +1,4 @@
-"""The catalog's files, each written whole or not at all (shortlist.output):
+"""The catalog's store: its files, each written whole or not at all (shortlist.output):
 
     <out>/families/<name>.json          one family's walk: what a rerun keeps
     <out>/shortlist.json, .csv, .html   the catalog: the numbers first, then the page
