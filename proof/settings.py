@@ -280,6 +280,8 @@ def parse_override(text: str) -> tuple[str, object]:
         raise SettingsError(f"--set {text[:80]!r}: write name=value with a name from {', '.join(names())}")
     if name not in names():
         raise SettingsError(f"--set {text[:80]!r}: {unknown(name)}")
+    if name == "source":
+        raise SettingsError(f"--set {text[:80]!r}: give the source with --source and its options (--env-url...)")
     default = DEFAULTS[name]
     if isinstance(default, str):
         return name, raw
