@@ -35,7 +35,7 @@ def test_batches_are_sized_by_the_setting(tiny_model, monkeypatch, fast, expecte
         return decode(model, ids, *args)
     monkeypatch.setattr(tiny_model.model, "generate", counting_generate)
     monkeypatch.setattr(engine, "decode_static", counting_decode)
-    monkeypatch.setattr(engine, "_checked", engine.weakref.WeakSet([tiny_model.model]))  # no self-check here
+    monkeypatch.setattr(engine._this, "checked", engine.weakref.WeakSet([tiny_model.model]))  # no self-check here
     out = sampling.Sampler(tiny_model, trainee_with(max_new_tokens=4), batch_size=16, fast=fast).complete(list("abcde"),
                                                                                                        k=8)
     assert sizes == expected and [len(g) for g in out] == [8] * 5
