@@ -19,7 +19,7 @@ from proof.settings import Settings
 from shortlist import provenance, sources
 from shortlist.sources import source as source_
 from shortlist.errors import OneLine
-from shortlist.trainee import AUDIT_VERDICTS
+from shortlist.trainee import AUDIT_VERDICTS, Trainee
 
 SCHEMA = 4
 # what a report can read: schema 2 has no held-out record or audit, schema 3 chose unseen questions after the
@@ -155,7 +155,7 @@ def verified(settings: Settings, family: str | None = None) -> tuple[dict, str]:
     where = files.predictions(settings.out)
     way_out = f"or give a new --out to commit new predictions there ({where} holds these)"
     for name, value in ours.items():
-        if body["trainee"].get(name) != value:
+        if body["trainee"].get(name) != value and not _left_to_the_same(settings, body, name):
             theirs = body["trainee"].get(name)
             restore = f"--model {theirs}" if name == "model" else f"the trainee's {name}={theirs!r}"
             raise CommitError(f"trainee {name}={value!r} differs from the committed {name}="
@@ -169,6 +169,16 @@ def verified(settings: Settings, family: str | None = None) -> tuple[dict, str]:
     if family is not None:
         _asked_as_screened(settings, body, sources.parse(family), way_out)
     return body, recorded
+
+
+def _left_to_the_same(settings: Settings, body: dict, name: str) -> bool:
+    """Whether the trainee leaves a convention (system_prompt, extraction) to the sources that the committed
+    trainee set outright to what every committed family's source declares: the same asking, from a run
+    committed before trainees left them to the source."""
+    if name not in ("system_prompt", "extraction") or getattr(settings.profile, name) is not None:
+        return False
+    used = {sources.parse(key).source for key in body["families"]}
+    return all(getattr(settings.profile.for_source(s), name) == body["trainee"].get(name) for s in used)
 
 
 def _asked_as_screened(settings: Settings, body: dict, family, way_out: str) -> None:
@@ -214,6 +224,15 @@ def held_out(body: dict, family: str) -> heldout.HeldOut | None:
 def prediction_for(body: dict, family: str) -> dict:
     key = sources.parse(family).key
     return next(p for p in body["predictions"] if p["family"] == key)
+
+
+def asked(body: dict, family: str) -> Trainee:
+    """The committed trainee as it asked and read a family when it was screened: the system prompt and
+    extraction its screen records (its source may declare others since), else its source's (a run
+    committed before screens recorded them). What re-reads a finished run's answers reads them so."""
+    screen = prediction_for(body, family)
+    recorded = {name: screen[name] for name in ("system_prompt", "extraction") if screen.get(name) is not None}
+    return Trainee.from_dict(body["trainee"]).replace(**recorded).for_source(sources.parse(family).source)
 
 
 def predict(settings: Settings, log=print) -> tuple[dict, str]:

@@ -68,11 +68,11 @@ def gather(body: dict, results: dict, scorer=None) -> dict:
     """Evidence per committed family; results: family key -> FamilyResult (others are skipped).
     scorer: a shortlist.scoring.Scorer, needed only for what a run did not record."""
     from proof.records import FamilyResult
-    trainee = Trainee.from_dict(body["trainee"])
     out = {}
     for key in body["families"]:
-        result = results.get(key)
-        out[key] = one(body, key, result if isinstance(result, FamilyResult) else None, trainee, scorer)
+        result = results.get(key)  # each family read as it was screened (commit.asked)
+        out[key] = one(body, key, result if isinstance(result, FamilyResult) else None, commit.asked(body, key),
+                       scorer)
     return out
 
 

@@ -211,8 +211,7 @@ def engines(result: FamilyResult) -> list[str]:
 def rescored(body: dict, result: FamilyResult, scorer) -> list[str]:
     """Each saved answer taken again from its completion and scored again in the sandbox, against the committed
     tasks; the baselines (policies on the same tasks, after training) measured again."""
-    from shortlist.trainee import Trainee
-    trainee = Trainee.from_dict(body["trainee"]).for_source(sources.parse(result.family).source)
+    trainee = commit.asked(body, result.family)  # as the family was screened, whatever its source says now
     why = []
     for part, e in (("before", result.before), ("after", result.after)):
         answers = [trainee.clean(c) for c in e.completions]

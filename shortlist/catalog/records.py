@@ -154,7 +154,8 @@ class Plan:
         from shortlist.sources import source
         served = {"reasoning_gym": source.get().VERSION} if self.source.name == source.DEFAULT else {
             "source": source.identity(self.source.name)}  # a server's URL, environment and version too
-        return {"model": self.model_identity, "trainee": self.trainee.as_dict(), "tasks": self.tasks,
+        asked = self.trainee.for_source(self.source.name)  # as it asks and reads the source: a change of its shows
+        return {"model": self.model_identity, "trainee": asked.as_dict(), "tasks": self.tasks,
                 "first_seed": self.first_seed, "seed": self.seed, **served}
 
     def as_dict(self) -> dict:

@@ -162,3 +162,33 @@ def test_a_family_is_trained_only_as_it_was_screened(tmp_path):
         commit.verified(s, s.families[0])
     assert "the trainee now asks with extraction='answer_tags' but the family was screened with 'last_number'" \
         in str(e.value) and "\n" not in str(e.value)
+
+
+def _commit_smoke(s, extraction: str):
+    """Commit made-up screens of the smoke families under s, each screen recording the given extraction."""
+    asked = s.profile.for_source("reasoning_gym")
+    screens = [screening.summarize(f, [[1.0, 0.0] * 4] * 8, 1.0, s.profile).as_dict() |
+               {"system_prompt": asked.system_prompt, "extraction": extraction} for f in s.families]
+    built = {f: commit.family_tasks(s, f) for f in s.families}
+    commit.write(s, screens, {"name": "tiny", "path": "/nowhere", "revision": "x"}, {"deadline_s": 1.0},
+                 {"engine": "static", "why": None, "checks": []},
+                 {f: commit.fingerprints(b) for f, b in built.items()}, {f: b["heldout"] for f, b in built.items()})
+
+
+def test_a_run_committed_before_trainees_left_their_convention_to_the_source_still_resumes(tmp_path):
+    s = settings_.make("smoke", out=str(tmp_path / "run"))
+    assert s.profile.extraction is None  # the default trainee leaves it to the source
+    explicit = s.profile.for_source("reasoning_gym").as_dict()  # what such a run recorded: the same asking
+    body = {"trainee": explicit, "families": list(s.families)}
+    assert all(commit._left_to_the_same(s, body, n) for n in ("system_prompt", "extraction"))
+    other = dict(explicit, extraction="last_number")  # set outright to another reading: not the same
+    assert not commit._left_to_the_same(s, {"trainee": other, "families": list(s.families)}, "extraction")
+
+
+def test_a_finished_run_is_read_again_as_its_screen_recorded_not_as_the_source_reads_now(tmp_path):
+    s = settings_.make("smoke", out=str(tmp_path / "run"))
+    _commit_smoke(s, extraction="last_number")  # screened while the source read the last number
+    body, _ = commit.committed(s.out)
+    family = s.families[0]
+    assert commit.asked(body, family).extraction == "last_number"
+    assert commit.asked(body, family).system_prompt == s.profile.for_source("reasoning_gym").system_prompt

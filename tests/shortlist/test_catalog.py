@@ -37,6 +37,15 @@ def test_every_family_means_every_registered_one():
     assert len(p.families) >= 100 and {"chain_sum", "composite", "knight_swap"} <= set(p.families)
 
 
+def test_kept_rows_are_matched_on_how_the_source_was_asked_and_read_not_on_what_the_trainee_leaves_to_it():
+    p = catalog.plan(TRAINEE, ["chain_sum"])
+    asked = p.identity()["trainee"]
+    assert TRAINEE.extraction is None and asked["extraction"] == "answer_tags"  # Reasoning Gym's, resolved
+    # a catalog kept by a version whose trainee named Reasoning Gym's convention outright matches
+    assert dataclasses.replace(p, trainee=TRAINEE.for_source("reasoning_gym")).identity() == p.identity()
+    assert dataclasses.replace(p, trainee=TRAINEE.replace(extraction="last_number")).identity() != p.identity()
+
+
 def test_a_row_is_validated_when_built():
     s = screening.summarize("chain_sum(max_digits=1, max_terms=2)", [[1.0, 0.0]], 1.0, TRAINEE)
     level = levels.at("chain_sum", 0)
