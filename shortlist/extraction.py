@@ -87,7 +87,7 @@ def bring(name: str, module) -> None:
 def _look_up(name: str) -> None:
     """Read the registered sources until one brings the name (a source that cannot load brings none)."""
     from shortlist.sources import source as source_
-    for src in list(source_.SOURCES):
+    for src in [source_.DEFAULT] + [s for s in source_.SOURCES if s != source_.DEFAULT]:  # the default's names first
         if name in EXTRACTORS:
             return
         try:
@@ -129,8 +129,8 @@ def convention(name: str) -> tuple[str, str]:
     them to the source: its SYSTEM_PROMPT and EXTRACTION, each the default source's where it has none."""
     from shortlist.sources import source as source_
     module, default = source_.get(name), source_.get(source_.DEFAULT)
+    bring(source_.DEFAULT, default)  # first: another source cannot take the default source's names
     bring(name, module)
-    bring(source_.DEFAULT, default)
     prompt = getattr(module, "SYSTEM_PROMPT", None)
     extraction = getattr(module, "EXTRACTION", None)
     prompt = default.SYSTEM_PROMPT if prompt is None else prompt

@@ -21,11 +21,20 @@ def _every_option() -> dict[str, tuple[str, list[str]]]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """--source and every registered source's options; an option that cannot be a flag (one the command
+    has already, a source's OPTIONS that cannot be read) is argparse's one-line error."""
     p.add_argument("--source", default=source.DEFAULT,
                    help=f"whose families: {', '.join(source.SOURCES)} (default: {source.DEFAULT}); "
                         "a family spelled source.name names its own")
-    for option, (text, _) in _every_option().items():
-        p.add_argument("--" + option.replace("_", "-"), dest=option, help=text.replace("%", "%%"))
+    try:
+        every = _every_option()
+    except source.ChoiceError as e:
+        p.error(str(e))
+    for option, (text, takers) in every.items():
+        try:
+            p.add_argument("--" + option.replace("_", "-"), dest=option, help=text.replace("%", "%%"))
+        except argparse.ArgumentError:
+            p.error(f"source {takers[0]!r}: its option {option!r} is already a flag of this command: rename it")
 
 
 def choice(args: argparse.Namespace) -> source.Choice:

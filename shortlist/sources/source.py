@@ -54,6 +54,8 @@ What a source module defines (every function deterministic in its arguments):
                                                      a bad one is one line); called with none to forget them
     serving(options) -> context manager of options   optional: what must run while the run does (a local server
                                                      started and stopped), the options to use meanwhile
+    HERE_ONLY = (option, ...)                        optional: options whose serving() serves on this machine
+                                                     alone (refused when jobs run on a cluster)
 """
 from __future__ import annotations
 
@@ -95,7 +97,11 @@ def get(name: str = DEFAULT) -> ModuleType:
     if name not in _loaded:
         if name not in SOURCES:
             raise KeyError(f"unknown source {name!r}; sources: {', '.join(SOURCES)}")
-        module = importlib.import_module(SOURCES[name])
+        try:
+            module = importlib.import_module(SOURCES[name])
+        except Exception as e:  # noqa: BLE001  a user's module: whatever its import raises is one line here
+            raise ChoiceError(f"source {name!r}: its module {SOURCES[name]} cannot be imported "
+                              f"({type(e).__name__}: {str(e)[:120]})") from None
         missing = [attr for attr in REQUIRED if not hasattr(module, attr)]
         if missing:
             raise TypeError(f"source module {SOURCES[name]} lacks {', '.join(missing)}")
@@ -107,16 +113,31 @@ def options(name: str) -> dict:
     """A source's OPTIONS (option -> help), read from its module's text where it is not imported yet:
     building a CLI's flags imports no environment."""
     if name in _loaded:
-        return dict(getattr(_loaded[name], "OPTIONS", {}))
-    spec = importlib.util.find_spec(SOURCES[name])
+        return _checked_options(name, getattr(_loaded[name], "OPTIONS", {}))
+    try:
+        spec = importlib.util.find_spec(SOURCES[name])
+    except (ImportError, ValueError):  # its package is missing: get() says so in one line
+        spec = None
     if spec is None or not spec.origin or not spec.origin.endswith(".py"):
-        return dict(getattr(get(name), "OPTIONS", {}))
+        return _checked_options(name, getattr(get(name), "OPTIONS", {}))
     with open(spec.origin, encoding="utf-8") as f:
         tree = ast.parse(f.read())
     for node in tree.body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "OPTIONS" for t in node.targets):
-            return dict(ast.literal_eval(node.value))
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        if any(getattr(t, "id", None) == "OPTIONS" for t in targets) and node.value is not None:
+            try:
+                return _checked_options(name, ast.literal_eval(node.value))
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                raise ChoiceError(f"source {name!r}: OPTIONS must be a literal dict of option -> help "
+                                  "(it is read without importing the module)") from None
     return {}
+
+
+def _checked_options(name: str, found) -> dict:
+    if not isinstance(found, dict) or not all(isinstance(k, str) and k.isidentifier() and isinstance(v, str)
+                                              for k, v in found.items()):
+        raise ChoiceError(f"source {name!r}: OPTIONS must be a dict of option names (letters, digits, _) -> help")
+    return dict(found)
 
 
 @dataclass(frozen=True)
@@ -180,10 +201,15 @@ class Choice:
         return self
 
     @contextlib.contextmanager
-    def serving(self):
+    def serving(self, remote: bool = False):
         """The choice while what its source must run runs (serving(): a local server started, then
-        stopped, whatever ends the block), configured in this process; the choice itself where it needs none."""
+        stopped, whatever ends the block), configured in this process; the choice itself where it needs none.
+        remote: the run's jobs go to other machines, which cannot reach what serves on this one (HERE_ONLY)."""
         module = get(self.name)
+        here_only = [option for option in getattr(module, "HERE_ONLY", ()) if dict(self.options).get(option)]
+        if remote and here_only:
+            raise ChoiceError(f"{_flag(here_only[0])} serves on this machine, which jobs on other machines cannot "
+                              f"reach: with a cluster, serve it where every node reaches it and give its address")
         if not hasattr(module, "serving"):
             yield self.configure()
             return
