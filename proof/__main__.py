@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         return _report(args.out)
     try:  # the run's sources: a local server is served while the run runs, and stopped after
         chosen = flags.choice(args)
-        with chosen.serving() as chosen:
+        with chosen.serving(remote=hasattr(args, "executor") and executors.from_args(args).remote) as chosen:
             return _run(args, chosen)
     except OneLine as e:  # a source, an option of it, a local server that did not come up
         print(f"error: {e}", file=sys.stderr)

@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:  # the run's sources: a local server is served while the command runs, and stopped after
         chosen = flags.choice(args)
-        with chosen.serving() as chosen:
+        with chosen.serving(remote=hasattr(args, "executor") and executors.from_args(args).remote) as chosen:
             return _families(args) if args.command == "families" else _screen(args, chosen)
     except OneLine as e:  # a source, an option of it, a local server that did not come up
         print(f"error: {e}", file=sys.stderr)

@@ -104,7 +104,10 @@ def main(argv: list[str]) -> None:
     if not process.die_with_parent(int(parent)):
         sys.exit(0)  # the run is gone already
     import uvicorn
-    uvicorn.run(load(app), host=HOST, port=int(port), log_level="warning")
+    served = load(app)
+    if not callable(served):  # uvicorn would start, then fail every request with HTTP 500
+        sys.exit(f"{app} is a {type(served).__name__}, not an ASGI app (such as openenv-core's create_app returns)")
+    uvicorn.run(served, host=HOST, port=int(port), log_level="warning")
 
 
 if __name__ == "__main__":

@@ -54,6 +54,7 @@ REMOTE = True  # tasks and scores come from a server: scored in the caller, neve
 OPTIONS = {"env_url": "the OpenEnv server's URL, for --source openenv (README: Your own environments)",
            "env_local": "FILE.py:APP or MODULE:APP: an OpenEnv app Shortlist serves itself on 127.0.0.1 for "
                         "the run's length, for --source openenv (README: Your own environments)"}
+HERE_ONLY = ("env_local",)  # served on this machine's 127.0.0.1: a Ray job elsewhere cannot reach it
 ENV = "env"
 ANSWER_MAX = 10_000  # characters sent as one answer; a longer one is refused here, scored 0, counted
 REQUEST_S = 60.0  # seconds one request (a connection, a reset, a step) may take: a loaded machine's server is slow
@@ -111,13 +112,19 @@ def _get(path: str):
         raise ServerError(f"the OpenEnv server at {url()} answered {path} with HTTP {e.code}") from None
     except (OSError, ValueError) as e:
         raise ServerError(f"the OpenEnv server at {url()} cannot be reached ({one_line(e)}); "
-                          "start it, or give another --env-url, then run the same command again") from None
+                          f"{_way_out()}") from None
 
 
 @functools.lru_cache(maxsize=8)
 def _identity(address: str) -> dict:
     meta = _get("/metadata") or {}
     return {"url": address, "env": meta.get("name"), "env_version": meta.get("version")}
+
+
+def _way_out() -> str:
+    if _chosen.get("env_local"):
+        return f"the server Shortlist started for --env-local {_chosen['env_local']} is gone: run the same command again"
+    return "start it, or give another --env-url, then run the same command again"
 
 
 def identity() -> dict:
@@ -196,7 +203,7 @@ def _run(work):
             await client.connect()
         except ConnectionError as e:
             raise ServerError(f"the OpenEnv server at {url()} cannot be reached ({one_line(e.__cause__ or e)}); "
-                              "start it, or give another --env-url, then run the same command again") from None
+                              f"{_way_out()}") from None
         try:
             return await work(client)
         finally:
