@@ -220,7 +220,9 @@ def test_a_wrong_logit_with_a_clear_margin_fails(tiny_model, fast_only):
     check, = status["checks"]
     assert status["engine"] == "generate" and not check["passed"] and check["tied_rows"] == 0
     assert check["differing_rows"] >= 1 and all(d["ours"] == 28 for d in check["differences"])
-    assert all(d["gap"] is None or d["gap"] > 10 * d["margin"] for d in check["differences"])
+    # the engine's own scores are a tenth of the scale (about 400 margins) off: what the test plants, on any build
+    # (the reference's gap between its pick and '8' is whatever a build's weights make it, up to that tenth)
+    assert all(d["disagreement"] > 10 * d["margin"] for d in check["differences"])
 
 
 def test_a_shifted_position_fails(tiny_model, monkeypatch):
