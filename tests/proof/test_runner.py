@@ -9,6 +9,7 @@ import pytest
 from proof import checkpoint, files, runner
 from proof.__main__ import main
 from shortlist import sources
+from tests.processes import alive
 
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "notebooks"  # papermill's style: notebooks as files
@@ -314,14 +315,6 @@ def _metrics(out, key):
             {k: v for k, v in r.scoring.items() if k != "seconds"})
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 def _ppid(pid: int) -> int:
     with open(f"/proc/{pid}/stat") as f:
         return int(f.read().rsplit(")", 1)[1].split()[1])
@@ -339,9 +332,9 @@ def _gone(pids, seconds: float) -> list[int]:
     """The pids still alive after waiting up to `seconds` for them to end."""
     import time
     deadline = time.monotonic() + seconds
-    while any(map(_alive, pids)) and time.monotonic() < deadline:
+    while any(map(alive, pids)) and time.monotonic() < deadline:
         time.sleep(0.1)
-    return [pid for pid in pids if _alive(pid)]
+    return [pid for pid in pids if alive(pid)]
 
 
 def _mtimes(out) -> dict:
@@ -468,7 +461,7 @@ def test_a_ray_worker_killed_mid_family_is_a_failed_family_and_a_rerun_resumes_i
     assert list(outcome.failed) == [key] and outcome.failed[key].startswith("its Ray worker was lost: ")
     failure = records.read(files.result(copy.out, slug))
     assert isinstance(failure, records.NotebookFailure) and failure.device["placement"]["executor"] == "ray"
-    assert not _alive(killed["kernel"]) and not _alive(killed["job"])
+    assert not alive(killed["kernel"]) and not alive(killed["job"])
     assert arrived.exists() and files.read_json(arrived)["train_s"] > 0
     again = runner.run(copy, log=lambda line: None)
     assert again.failed == {}
@@ -514,7 +507,7 @@ def test_a_stopped_batch_leaves_no_process_and_a_folder_the_same_command_resumes
         assert err.strip().splitlines()[-1] == (f"stopped by SIGINT: nothing finished is lost; the same command "
                                                 f"resumes the run in {copy.out}")
         assert "Traceback" not in err and "KeyboardInterrupt" not in err
-        assert [pid for pid in tree if _alive(pid)] == []  # killed before the batch exits
+        assert [pid for pid in tree if alive(pid)] == []  # killed before the batch exits
     else:
         writers = [pid for pid in tree if "shortlist.executors.launcher" in _cmdline(pid)]  # the family's job and its kernel
         assert kernel in writers and len(writers) == 2

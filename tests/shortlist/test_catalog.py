@@ -13,6 +13,7 @@ from shortlist import trainee
 from shortlist.catalog.records import CatalogError, Row
 from shortlist.sources import levels
 from shortlist.sources.levels import LevelError
+from tests.processes import alive
 
 TRAINEE = trainee.resolve("qwen3(group=2, max_new_tokens=8)").replace(model="tiny")
 
@@ -164,7 +165,7 @@ def test_a_signal_stops_the_catalog_s_workers_and_the_same_command_goes_on(tmp_p
     err = batch.stderr.read()
     assert err.strip().splitlines()[-1].startswith("stopped by SIGINT: every walk is kept as written")
     assert "Traceback" not in err
-    assert [pid for pid in tree if _alive(pid)] == []
+    assert [pid for pid in tree if alive(pid)] == []
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert "0 families not reached" in done.stdout
@@ -174,10 +175,3 @@ def _descendants(pid: int) -> dict:
     return {p: open(f"/proc/{p}/cmdline").read().replace("\0", " ") for p in executors.descendants(pid)
             if os.path.exists(f"/proc/{p}/cmdline")}
 
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False

@@ -14,6 +14,7 @@ from shortlist import sources
 from shortlist.executors import kill
 from shortlist.sources import flags, local, openenv, source
 from tests.conftest import FIXTURE_SOURCES, chosen, needs_openenv
+from tests.processes import alive
 
 SPEC = "chain_sum(max_digits=1, max_terms=2)"
 APP = os.path.join(FIXTURE_SOURCES, "rg_openenv.py") + ":app"
@@ -30,14 +31,6 @@ def servers(parent: int) -> list[int]:
         except OSError:
             pass
     return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 @needs_openenv

@@ -15,6 +15,7 @@ import pytest
 
 from shortlist import executors, output, provenance
 from shortlist.__main__ import main as shortlist_main
+from tests.processes import alive
 
 RAY = importlib.util.find_spec("ray") is not None
 # a local Ray cluster takes ~10 s to start here: its tests are marked slow (make test-slow; CI installs the extra)
@@ -169,20 +170,12 @@ time.sleep(600)
 '''
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 def _gone(pids, within=30.0) -> list[int]:
     """The pids still alive after waiting for them up to `within` seconds."""
     deadline = time.monotonic() + within
-    while any(map(_alive, pids)) and time.monotonic() < deadline:
+    while any(map(alive, pids)) and time.monotonic() < deadline:
         time.sleep(0.1)
-    return [p for p in pids if _alive(p)]
+    return [p for p in pids if alive(p)]
 
 
 def _wait_for(path: Path, within=60.0) -> str:
@@ -227,7 +220,7 @@ def test_a_kill_9_of_the_batch_takes_its_jobs_with_it(jobs, tmp_path):
     (tmp_path / "mods" / "tree.py").write_text(TREE)
     batch = subprocess.Popen([sys.executable, "-c", DRIVER, str(out)])
     pids = [int(p) for p in _wait_for(out / "pids").split()]
-    assert all(map(_alive, pids))
+    assert all(map(alive, pids))
     batch.kill()
     batch.wait()
     assert _gone(pids) == []
