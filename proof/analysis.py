@@ -172,60 +172,68 @@ class Comparison:
     """Shortlist's rule against one comparator on the judged specs."""
     rule: str
     says_improves: int  # judged specs it predicts improve
-    hits: Rate  # its predictions that match real learning
+    hits: Rate  # its predictions that match real learning (a failed spec is a miss for every rule)
     hits_on_score: int  # ... that match the seed's 'improved' instead
     disagree: int  # judged specs where it and the rule predict differently
     mcnemar: dict | None  # specs only the rule got right, only this one, exact p (None: the rule itself)
-    p_holm: float | None  # Holm across the comparisons
+    p_holm: float | None  # Holm within its family of comparisons (primary or exploratory)
     best_p: float | None  # what the commitment said the comparison could show at best (None: not recorded)
+    primary: bool = False  # pre-registered as primary (rules.PRIMARY, as the commitment recorded it)
 
 
 @dataclass(frozen=True)
 class Across:
     """What needs every finished family at once."""
-    judged: tuple  # family keys judged (committed) and finished
-    held: Rate  # the rule on them
-    confusion: dict  # (predicted improves, really learned) -> count
-    sides: dict  # side -> Rate of real learning (precision on improves; miss rate on too hard and boundary)
+    judged: tuple  # family keys judged (committed) and finished, then those whose training failed
+    held: Rate  # the rule on them (a failed spec counts, as not held)
+    confusion: dict  # (predicted improves, really learned) -> count; (predicted, None): training failed
+    sides: dict  # side -> Rate of real learning (precision on improves; miss rate on too hard and boundary);
+    #              a failed spec counts against the rule: no learning on "improves", a miss elsewhere
     comparisons: tuple  # Comparison, the rule's own first
     borderline: dict  # "all", "without borderline" -> Rate; "unmeasured": specs without a flip chance
     holm: dict  # "score", "recorded", "accuracy": Holm-adjusted p per finished family, in their order
     correlations: tuple
     never: tuple  # verdicts no committed spec was given
+    failed: tuple = ()  # judged specs whose training failed (or whose result failed verification)
 
 
 def across(predictions: list[dict], results: list, analyses: list[FamilyAnalysis], trainee: dict,
-           plan_: dict | None = None) -> Across:
+           plan_: dict | None = None, failed: tuple = ()) -> Across:
     """results are records.FamilyResult, analyses what family() made of each, in the same order; plan_
-    the committed analysis (its "power", where recorded)."""
+    the committed analysis (its "power", where recorded); failed the keys of judged specs whose training
+    failed: they stay in the count (design v2), as failed, right for no rule."""
     by_family = {p["family"]: p for p in predictions}
     screens = [by_family[r.family] for r in results]
     holm = {"score": stats.holm([a.gain["p"] if a.gain else 1.0 for a in analyses]),
             "recorded": stats.holm([r.gain["p"] for r in results]),  # the seed's, on every evaluation task
             "accuracy": stats.holm([a.accuracy_gain["p"] if a.accuracy_gain else 1.0 for a in analyses])}
     judged = [i for i, a in enumerate(analyses) if a.judged]
-    j_screens = [screens[i] for i in judged]
-    real = [analyses[i].real for i in judged]
-    on_score = [analyses[i].improved for i in judged]
+    j_screens = [screens[i] for i in judged] + [by_family[k] for k in failed]
+    real = [analyses[i].real for i in judged] + [None] * len(failed)  # None: no outcome, right for no rule
+    on_score = [analyses[i].improved for i in judged] + [None] * len(failed)
     said = {name: [f(s) for s in j_screens] for name, f in rules.comparators(trainee, j_screens).items()}
     ours = [x == y for x, y in zip(said[rules.RULE], real)]
-    power = (plan_ or {}).get("power", {}).get("comparisons", {})
+    power = (plan_ or {}).get("power", {})
     rows = []
     for name, predicted in said.items():
         right = [x == y for x, y in zip(predicted, real)]
         m = None if name == rules.RULE else stats.mcnemar(sum(o and not t for o, t in zip(ours, right)),
                                                           sum(t and not o for o, t in zip(ours, right)))
-        rows.append([name, sum(predicted), Rate(sum(right), len(judged)), sum(x == y for x, y in zip(predicted, on_score)),
-                     sum(x != y for x, y in zip(said[rules.RULE], predicted)), m, power.get(name, {}).get("best_p")])
-    adjusted = iter(stats.holm([row[5]["p"] for row in rows[1:]]))
-    comparisons = tuple(Comparison(name, says, hits, score, d, m, None if m is None else next(adjusted), best)
-                        for name, says, hits, score, d, m, best in rows)
+        rows.append([name, sum(predicted), Rate(sum(right), len(real)), sum(x == y for x, y in zip(predicted, on_score)),
+                     sum(x != y for x, y in zip(said[rules.RULE], predicted)), m,
+                     power.get("comparisons", {}).get(name, {}).get("best_p")])
+    primary = tuple(power.get("primary", ()))
+    adjusted = iter(rules.holm_by_family([row[0] for row in rows[1:]], [row[5]["p"] for row in rows[1:]], primary))
+    comparisons = tuple(Comparison(name, says, hits, score, d, m, None if m is None else next(adjusted), best,
+                                   name in primary) for name, says, hits, score, d, m, best in rows)
     cells = {(p, o): sum(1 for a, b in zip(said[rules.RULE], real) if (a, b) == (p, o))
-             for p in (True, False) for o in (True, False)}
+             for p in (True, False) for o in (True, False, None)}
     sides: dict[str, list] = {}
-    for i in judged:
-        sides.setdefault(analyses[i].side, []).append(analyses[i].real)
-    borderline = [analyses[i].borderline for i in judged]
+    for s_, r_ in zip(j_screens, real):  # a failed spec counts against the rule on its side
+        side = rules.side(trainee, s_)
+        sides.setdefault(side, []).append(r_ if r_ is not None else side != "improves")
+    borderline = [analyses[i].borderline for i in judged] + \
+        [None if by_family[k].get("flip") is None else by_family[k]["flip"] >= BORDERLINE for k in failed]
     steady = [o for o, b in zip(ours, borderline) if b is False]
     correlations = tuple({"signal": label, "key": key,
                           "score gain": stats.spearman([s[key] for s in screens], [r.gain["gain"] for r in results]),
@@ -235,9 +243,10 @@ def across(predictions: list[dict], results: list, analyses: list[FamilyAnalysis
                          for key, label in SIGNALS.items())
     verdicts = {p["verdict"] for p in predictions}
     return Across(
-        judged=tuple(results[i].family for i in judged), held=Rate(sum(ours), len(judged)), confusion=cells,
-        sides={name: Rate(sum(v), len(v)) for name, v in sides.items()}, comparisons=comparisons,
+        judged=tuple(results[i].family for i in judged) + tuple(failed), held=Rate(sum(ours), len(ours)),
+        confusion=cells, sides={name: Rate(sum(v), len(v)) for name, v in sides.items()}, comparisons=comparisons,
         borderline={"all": Rate(sum(ours), len(ours)), "without borderline": Rate(sum(steady), len(steady)),
                     "borderline": sum(b is True for b in borderline), "unmeasured": sum(b is None for b in borderline)},
         holm=holm, correlations=correlations,
-        never=tuple(v for v in ("improves", "too hard", "already solved", "no signal") if v not in verdicts))
+        never=tuple(v for v in ("improves", "too hard", "already solved", "no signal") if v not in verdicts),
+        failed=tuple(failed))

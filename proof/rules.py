@@ -12,6 +12,13 @@ The second rule ("any correct sample") was written after examples/smollm2-22, wh
 specs with a pass@1 of 0.005 and 0.010 improved: after the audit it calls every spec with a correct
 screening sample "improves" (unless already solved). It is committed with the predictions it is
 tested on, so only specs chosen after it was written can test it.
+
+Design v2 (docs/design-v2.md, written before v3's catalog) pre-registers two PRIMARY comparisons:
+"always improves" (does screening beat training everything?) and "pass@1 > 0" (do the band and the
+signal add anything to "some sample was correct"?). Holm adjusts across the primary ones alone, so a
+side of about ten specs can reach p <= 0.05; the others are exploratory, Holm-adjusted among
+themselves and reported apart. A commitment records which were primary (power()["primary"]); one made
+before design v2 records none, and all its comparisons stay one Holm family, as committed.
 """
 from __future__ import annotations
 
@@ -23,6 +30,7 @@ from shortlist.trainee import AUDIT_VERDICTS as AUDIT
 
 RULE = "Shortlist's rule"
 SECOND = "any correct sample (the second rule)"
+PRIMARY = ("always improves", "pass@1 > 0")  # pre-registered (design v2): Holm across these two alone
 
 
 def second_rule(trainee: dict, p: dict) -> bool:
@@ -62,10 +70,20 @@ def side(trainee: dict, p: dict) -> str:
     return "other"
 
 
-def power(trainee: dict, screens: list[dict], not_judged: dict) -> dict:
+def holm_by_family(names: list[str], ps: list[float], primary: tuple) -> list[float]:
+    """Holm's adjustment within each family of comparisons: the primary ones together, the rest together
+    (with no primary recorded, one family: how a commitment before design v2 was analysed)."""
+    adjusted = [0.0] * len(ps)
+    for group in ([i for i, n in enumerate(names) if n in primary], [i for i, n in enumerate(names) if n not in primary]):
+        for i, q in zip(group, stats.holm([ps[i] for i in group])):
+            adjusted[i] = q
+    return adjusted
+
+
+def power(trainee: dict, screens: list[dict], not_judged: dict, primary: tuple = PRIMARY) -> dict:
     """What each comparison can show at most, from the commitment alone: the judged specs per side, and
     per comparator the specs it disagrees with the rule on (split by the rule's side) and the exact p
-    (raw and Holm across comparators) were every disagreement to go the rule's way."""
+    (raw and Holm within its family: primary or exploratory) were every disagreement to go the rule's way."""
     judged = [p for p in screens if not not_judged.get(p["family"])]
     rules = comparators(trainee, judged)
     ours = [rules[RULE](p) for p in judged]
@@ -77,10 +95,15 @@ def power(trainee: dict, screens: list[dict], not_judged: dict) -> dict:
         d = on_improves + on_no_change
         rows[name] = {"disagree": d, "where the rule says improves": on_improves,
                       "where it says no change": on_no_change, "best_p": stats.mcnemar(d, 0)["p"]}
-    for row, adjusted in zip(rows.values(), stats.holm([r["best_p"] for r in rows.values()])):
+    unknown = set(primary) - set(rules)
+    if unknown:
+        raise ValueError(f"primary comparisons {sorted(unknown)} are not comparators of rules.comparators()")
+    for (name, row), adjusted in zip(rows.items(), holm_by_family(list(rows), [r["best_p"] for r in rows.values()],
+                                                                  primary)):
         row["best_p_holm"] = adjusted
+        row["primary"] = name in primary
     sides: dict[str, int] = {}
     for p in judged:
         sides[side(trainee, p)] = sides.get(side(trainee, p), 0) + 1
-    return {"judged": len(judged), "sides": sides, "comparisons": rows,
+    return {"judged": len(judged), "sides": sides, "comparisons": rows, "primary": list(primary),
             "borderline": sum(bool(p.get("flip") is not None and p["flip"] >= BORDERLINE) for p in judged)}

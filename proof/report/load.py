@@ -56,8 +56,16 @@ def load(out, scorer=None) -> Report:
         found = evidence.gather(body, results, scoring)
     analyses = {r.family: analysis.family(r, body["settings"], found[r.family], body["trainee"]) for r in done}
     across = analysis.across(body["predictions"], done, [analyses[r.family] for r in done], body["trainee"],
-                             {"power": power(body, found)})
+                             {"power": power(body, found)}, failed_judged(body, results))
     return Report(Path(out), body, sha, results, analyses, across, Trainee.from_dict(body["trainee"]), found)
+
+
+def failed_judged(body: dict, results: dict) -> tuple:
+    """The specs the commitment judged whose training failed or whose result failed verification: they count,
+    as failed (design v2). A commitment that did not record which specs it judges (schema 2) names none."""
+    judged = body.get("not_judged", {})
+    return tuple(k for k in body["families"] if isinstance(results.get(k), (NotebookFailure, Corrupt))
+                 and k in judged and not judged[k])
 
 
 def power(body: dict, found: dict) -> dict:

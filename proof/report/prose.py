@@ -143,6 +143,9 @@ def headline(report: Report) -> str:
         return text + _gains(report) + _never(report) + _statuses(report)
     text = (f"**The rule held on {across.held.k} of {page.count(n, 'judged spec')}** "
             f"({interval(across.held)}).")
+    if across.failed:
+        text += (f" {page.count(len(across.failed), 'judged spec')} failed to train: counted as not held, "
+                 f"against the rule on its side ({', '.join(across.failed)}).")
     for name, label, verb in SIDES:
         r = across.sides.get(name)
         if r:
@@ -168,7 +171,10 @@ def _comparisons(report: Report) -> str:
         parts = [f"'{c.rule}', where {_alone(c.mcnemar)} (exact McNemar p {p_text(c.mcnemar['p'])}, Holm "
                  f"{p_text(c.p_holm)}" + (f", best possible {p_text(c.best_p)}" if c.best_p is not None else "") + ")"
                  for c in either]
-        text += f" Against simpler rules (Holm across the {len(comps)} comparisons): " + "; ".join(parts) + "."
+        primary = sum(c.primary for c in comps)
+        family = (f"Holm within the {primary} pre-registered primary comparisons and, apart, the {len(comps) - primary} "
+                  f"exploratory ones" if primary else f"Holm across the {len(comps)} comparisons")
+        text += f" Against simpler rules ({family}): " + "; ".join(parts) + "."
     same = [f"'{c.rule}'" for c in comps if not c.disagree]
     if same:
         text += (f" It predicts as {', '.join(same)} on every judged spec: "
@@ -322,8 +328,8 @@ def _audit(t) -> str:
             f"no answer to check at all: *unverified ceiling*); the *guess rate* is the best share of full "
             f"scores over policies that do not solve the task (constants, the most frequent or another task's "
             f"gold answer, the first, last, largest or smallest number of the question, how many numbers it "
-            f"holds, its last word); at {t.guess_min} or more, or at least pass@1 and {t.pass_min}, the family "
-            f"is *guessable*. These are trained and reported apart. After training, the best policy on the "
+            f"holds, its last word; a policy that does what the question asks, as number_format's largest number, "
+            f"is the task, not a guess); at least pass@1 and {t.pass_min}, the family is *guessable*. These are trained and reported apart. After training, the best policy on the "
             f"same evaluation tasks is what the trained model must beat.")
 
 

@@ -67,7 +67,8 @@ def power_table(report: Report):
     was recorded) computed now from the commitment alone."""
     from proof.report.load import power as power_
     power = power_(report.body, report.evidence)
-    return _table([{"comparator": name, "judged specs it disagrees on": row["disagree"],
+    return _table([{"comparator": name, "primary": "yes" if row.get("primary") else "no",
+                    "judged specs it disagrees on": row["disagree"],
                     "where the rule says improves": row["where the rule says improves"],
                     "where it says no change": row["where it says no change"], "best p": row["best_p"],
                     "best p (Holm)": row["best_p_holm"]} for name, row in power["comparisons"].items()],
@@ -226,7 +227,8 @@ def rules_table(report: Report):
     rows = []
     for c in report.across.comparisons:
         m = c.mcnemar
-        rows.append({"rule": c.rule, "predicts improves": c.says_improves, "hits": f"{c.hits.k} of {c.hits.n}",
+        rows.append({"rule": c.rule, "primary": None if m is None else "yes" if c.primary else "no",
+                     "predicts improves": c.says_improves, "hits": f"{c.hits.k} of {c.hits.n}",
                      "hit rate [95% CI]": f"{c.hits.rate:.2f} [{c.hits.ci95[0]:.2f}, {c.hits.ci95[1]:.2f}]"
                      if c.hits.n else None, "hits on score": f"{c.hits_on_score} of {c.hits.n}",
                      "disagrees with the rule on": None if m is None else c.disagree,
@@ -238,8 +240,10 @@ def rules_table(report: Report):
 
 def confusion_table(report: Report):
     c = report.across.confusion
-    rows = [{"predicted": "improves", "real learning": c[True, True], "no real learning": c[True, False]},
-            {"predicted": "no change", "real learning": c[False, True], "no real learning": c[False, False]}]
+    rows = [{"predicted": "improves", "real learning": c[True, True], "no real learning": c[True, False],
+             "training failed": c[True, None]},
+            {"predicted": "no change", "real learning": c[False, True], "no real learning": c[False, False],
+             "training failed": c[False, None]}]
     return _table(rows, {})
 
 

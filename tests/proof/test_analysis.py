@@ -188,3 +188,41 @@ def test_borderline_verdicts_are_counted_apart(synthetic):
     assert b["borderline"] == 1 and (b["all"].k, b["all"].n) == (2, 3)
     assert (b["without borderline"].k, b["without borderline"].n) == (1, 2)
     assert "1 judged verdict was borderline" in report.headline(report.load(s.out))
+
+
+def test_a_judged_spec_whose_training_failed_still_counts_as_failed(synthetic):
+    # design v2: a failure is not a dropped spec; it counts against the rule on its side
+    s = synthetic({"chain_sum": {"prediction": "improves", **UP},
+                   "products": {"prediction": "improves", "failed": "CUDA error"},
+                   "leg_counting": {"prediction": "no change", "failed": "killed", "screen": {"pass1": 0.0}}})
+    r = report.load(s.out)
+    a = r.across
+    assert a.failed == ("products", "leg_counting") and set(a.judged) == {"chain_sum", "products", "leg_counting"}
+    assert (a.held.k, a.held.n) == (1, 3)  # a failed "no change" is not held either
+    assert (a.sides["improves"].k, a.sides["improves"].n) == (1, 2)  # no learning: precision down
+    assert (a.sides["too hard"].k, a.sides["too hard"].n) == (1, 1)  # a miss: the miss rate up
+    assert a.confusion[True, None] == 1 and a.confusion[False, None] == 1
+    by = {c.rule: c for c in a.comparisons}
+    assert by["never improves"].hits.n == 3 and by["never improves"].hits.k == 0  # right for no rule
+    assert "2 judged specs failed to train" in report.headline(r)
+
+
+def test_primary_comparisons_are_adjusted_among_themselves(synthetic):
+    cases = {name: {"prediction": "improves" if i < 2 else "no change", **FLAT, "screen": {"pass1": 0.3 if i < 2 else 0.0}}
+             for i, name in enumerate(["chain_sum", "products", "aiw", "leg_counting", "basic_arithmetic"])}
+    s = synthetic(cases)
+    power = commit.verified(s)[0]["analysis"]["power"]
+    assert tuple(power["primary"]) == rules.PRIMARY
+    rows = power["comparisons"]
+    always, any_ = rows["always improves"], rows["pass@1 > 0"]  # 3 disagreements, and none
+    assert always["primary"] and any_["primary"] and not rows["never improves"]["primary"]
+    assert (always["best_p"], any_["best_p"]) == (pytest.approx(0.25), 1.0)
+    assert always["best_p_holm"] == pytest.approx(0.5)  # x2 among the two primary ones, not x8 among all
+    by = {c.rule: c for c in report.load(s.out).across.comparisons}
+    assert by["always improves"].primary and by["pass@1 > 0"].primary and not by["never improves"].primary
+
+
+def test_comparisons_of_a_commitment_without_primaries_stay_one_holm_family():
+    ps = [0.01, 0.02, 0.04]
+    assert rules.holm_by_family(["a", "b", "c"], ps, ()) == pytest.approx([0.03, 0.04, 0.04])
+    assert rules.holm_by_family(["a", "b", "c"], ps, ("a", "c")) == pytest.approx([0.02, 0.02, 0.04])
