@@ -41,20 +41,23 @@ cannot tell what the rule needs it to tell:
 - no answer to check: where no task carries a gold answer or one known to be valid, nothing shows
   that any completion can score, so a zero pass@1 says nothing of the model. -> "unverified
   ceiling", never "too hard" by default.
-- guess_min = 0.2: where a policy that does not solve the task (a constant, the most frequent gold
-  answer, another task's answer, or a number or word copied from the question) earns full score on
-  a fifth of the tasks or more, a model that learned to print it would score like one that learned a
-  fifth of the family: over twice the smallest gain 200 evaluation tasks detect (0.09 at 80% power,
-  per-task SD 0.5), so the proof could not tell learning from gaming. Below that floor a policy is
-  still a way to the reward where it reaches both the model's own pass@1 and pass_min: it is then
-  found as fast as learning is (its answers are sampled at least as often as correct ones) and
-  rewarded as well, so the reward cannot say which GRPO reinforced. -> "guessable". Below both a
-  policy is harder to stumble on than the answers the rule calls learnable, and a gain it
-  explains shows as no real learning after training (proof/analysis.py). The share is read on the
-  screen's own 24 tasks: 5 of them at least for the floor.
+- guessable: where a policy that does not solve the task (a constant, the most frequent gold answer,
+  another task's answer, or a number or word copied from the question) earns full score on at least
+  as many tasks as the model's own samples (pass@1) and on pass_min of them, it is a way to the
+  reward found as fast as learning is (its answers are sampled at least as often as correct ones)
+  and rewarded as well, so the reward cannot say which GRPO reinforced. -> "guessable". A policy
+  below the model's own pass@1 is no threat to the verdict, however high: printing it would lower
+  the model's reward, and a gain it explains shows as no real learning after training, where the
+  trained model must beat the best policy on the same evaluation tasks (proof/analysis.py). The
+  share is read on the screen's own 24 tasks. Design v1 also called a family guessable wherever a
+  policy reached a fifth of the tasks (guess_min = 0.2), even far below the model: easy products
+  (policy 5/24, SmolLM2 at pass@1 0.8, 0.83 -> 0.99 after training) was then a control the proof
+  could not judge. Design v2 (docs/design-v2.md) dropped that floor, after examples/smollm2-22 and
+  before v3's catalog; guess_min is read from older records and ignored (RETIRED).
 These values were fixed before any proof run (the audit's two on 2026-12-01, before the first proof
 that used them; the policies that read the question, the unverified ceiling and the second reach
-of "guessable" on 2026-12-02, from the design of the test, before the proof that uses them);
+of "guessable" on 2026-12-02, from the design of the test, before the proof that uses them; the
+floor's removal on 2026-12-03, before v3's catalog, the first proof that uses it);
 predictions.json records them.
 """
 from __future__ import annotations
@@ -70,6 +73,7 @@ from shortlist import extraction as extraction_
 from shortlist import spec
 from shortlist.errors import OneLine, one_line
 
+RETIRED = {"guess_min": "design v1's floor: a policy at 0.2 of the tasks was a guess even below the model's own pass@1"}
 VERDICTS = ("improves", "too hard", "already solved", "no signal", "unscorable", "unverified ceiling", "guessable")
 AUDIT_VERDICTS = ("unscorable", "unverified ceiling", "guessable")  # the reward cannot tell: controls, never judged
 SOURCE = None  # a system_prompt or extraction left to the source: each source's own convention (for_source())
@@ -116,7 +120,6 @@ class Trainee:
     pass_max: float = 0.9
     grpo_signal_min: float = 0.25
     ceiling_min: float = 0.5  # the scorer audit's (audit.py): below it, "unscorable"
-    guess_min: float = 0.2  # at or above it (and at least pass@1), "guessable"
 
     def __post_init__(self):
         for f in fields(self):  # 1 means 1.0 where a float is due (JSON, YAML and papermill write ints)
@@ -169,7 +172,7 @@ class Trainee:
             bad("max_new_tokens", "must lie in 1..32768")
         if not 2 <= self.group <= 256:
             bad("group", "must lie in 2..256 (GRPO compares completions within a group)")
-        for name in ("pass_min", "pass_max", "grpo_signal_min", "ceiling_min", "guess_min"):
+        for name in ("pass_min", "pass_max", "grpo_signal_min", "ceiling_min"):
             if not 0 <= getattr(self, name) <= 1:
                 bad(name, "must lie in [0, 1]")
         if not self.pass_min < self.pass_max:
@@ -218,7 +221,7 @@ class Trainee:
             return "unverified ceiling"
         if ceiling is not None and ceiling < self.ceiling_min:
             return "unscorable"
-        if guess is not None and (guess >= self.guess_min or guess >= max(pass1, self.pass_min)):
+        if guess is not None and guess >= max(pass1, self.pass_min):
             return "guessable"
         if mean >= self.pass_max:
             return "already solved"
@@ -231,8 +234,8 @@ class Trainee:
     def rule_text(self) -> str:
         return (f"unverified ceiling if no task has a gold or known-valid answer; else unscorable if that answer, "
                 f"written as the trainee writes it, scores on < {self.ceiling_min} of the tasks; else guessable if a "
-                f"policy that does not solve the task scores fully on >= {self.guess_min} of them, or on at least "
-                f"pass@1 and >= {self.pass_min}; else already solved if mean score >= {self.pass_max}; else too hard if pass@1 < "
+                f"policy that does not solve the task scores fully on at least pass@1 of them and >= {self.pass_min}; "
+                f"else already solved if mean score >= {self.pass_max}; else too hard if pass@1 < "
                 f"{self.pass_min}; else no signal if GRPO signal on correctness < {self.grpo_signal_min}; else improves")
 
     def sampling(self) -> dict:
@@ -244,6 +247,7 @@ class Trainee:
 
     @classmethod
     def from_dict(cls, record: dict) -> "Trainee":
+        record = {k: v for k, v in record.items() if k not in RETIRED}  # an older record's, read and ignored
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(record) - known)
         if unknown:

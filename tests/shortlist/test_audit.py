@@ -111,3 +111,16 @@ def test_constants_say_what_the_models_own_most_common_answer_earns(scorer):
     assert c["mode"] == {"answer": '"0"', "accuracy": sum(s >= 1 for s in zero) / len(tasks), "mean": sum(zero) / len(tasks)}
     nothing = audit.constants(scorer, QWEN3, family, tasks, [None] * len(tasks))
     assert nothing["mode"]["accuracy"] == 0.0 and nothing["distinct_answers"] == 1 / len(tasks)
+
+
+def test_a_policy_that_does_what_the_question_asks_is_the_task_not_a_guess(scorer):
+    # number_format asks for the largest or the smallest number listed: picking it is the task itself
+    family = sources.parse("number_format")
+    tasks = family.tasks(range(10_000, 10_024))
+    t = LAST_NUMBER.for_source(family.source)
+    largest = [t.clean(t.written(a)) for a in audit.policies(tasks)["the largest number in the question"]]
+    assert sum(s >= 1.0 for s in scorer.score(family, [x["seed"] for x in tasks], largest)) > 0  # what it would earn
+    a = audit.audit(scorer, LAST_NUMBER, family, tasks)
+    assert a.guess.answer not in audit.TASK_POLICIES["number_format"]
+    other = audit.audit(scorer, LAST_NUMBER, sources.parse("chain_sum"), sources.parse("chain_sum").tasks(range(24)))
+    assert other.guess.answer  # every other family keeps every policy

@@ -183,8 +183,9 @@ def test_the_audits_verdicts_come_before_the_rest_of_the_rule():
     t = QWEN3
     assert t.rule(0.5, 0.5, 0.8, ceiling=t.ceiling_min - 0.01, guess=1.0) == "unscorable"  # first of all
     assert t.rule(0.5, 0.5, 0.8, ceiling=1.0, guess=1.0, checkable=False) == "unverified ceiling"  # before all
-    assert t.rule(0.5, 0.5, 0.8, ceiling=t.ceiling_min, guess=t.guess_min) == "guessable"  # at the floor
-    assert t.rule(0.5, 0.5, 0.8, ceiling=t.ceiling_min, guess=t.guess_min - 0.01) == "improves"  # below pass@1
+    assert t.rule(0.5, 0.5, 0.8, ceiling=t.ceiling_min, guess=0.5) == "guessable"  # reaches pass@1
+    assert t.rule(0.5, 0.5, 0.8, ceiling=t.ceiling_min, guess=0.49) == "improves"  # below pass@1, however high
+    assert t.rule(0.8, 0.8, 0.8, ceiling=1.0, guess=0.21) == "improves"  # design v1's floor (0.2) is gone
     assert t.rule(0.1, 0.1, 0.8, ceiling=1.0, guess=0.1) == "guessable"  # below the floor, but reaches pass@1
     assert t.rule(0.1, 0.1, 0.8, ceiling=1.0, guess=0.09) == "improves"
     assert t.rule(0.01, 0.01, 0.1, ceiling=1.0, guess=t.pass_min) == "guessable"  # reaches pass_min and pass@1
@@ -252,3 +253,10 @@ def test_an_unset_group_reads_as_no_answer_where_the_pattern_is_only_regexs():
     assert t.clean("x-4") == "-" and t.clean("x4") is None and t.clean("nothing") is None
     required = trainee.resolve(r"qwen3(extraction='regex:(-?\\d+)')")
     assert required.clean("a 3 b -12") == "-12"
+
+
+def test_a_record_with_the_retired_guess_floor_is_read_and_the_floor_ignored():
+    old = QWEN3.as_dict() | {"guess_min": 0.2}  # a commitment made under design v1
+    t = Trainee.from_dict(old)
+    assert t == QWEN3 and "guess_min" not in t.as_dict()
+    assert t.rule(0.8, 0.8, 0.8, ceiling=1.0, guess=0.25) == "improves"
