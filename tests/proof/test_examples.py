@@ -26,7 +26,8 @@ def test_the_trained_17_spec_proof_is_complete_against_its_commitment():
     assert len(body["families"]) == 17
     for key in body["families"]:  # one finished result per committed spec, made against this digest
         result = records.read(files.result(TRAINED22, sources.parse(key).slug), sha)
-        assert isinstance(result, records.FamilyResult) and result.before.n == body["settings"]["eval_n"]
+        assert isinstance(result, records.FamilyResult) and result.after.n == result.before.n  # schema 3: <= eval_n
+        assert 0 < result.before.n <= body["settings"]["eval_n"]  # unseen seeds only (products(max_digits=1): 80)
 
 
 def test_two_of_its_results_verify(scorer):
