@@ -72,12 +72,8 @@ def select(catalog: dict, exclude: frozenset = frozenset(), side_min: int = SIDE
         settings = Settings(trainee=trainee.as_dict())
         judge = lambda spec, row: judged_by_the_proof(spec, row, settings)  # noqa: E731
     excluded = {sources.parse(e).key for e in exclude}
-    rows, seen = [], set()
-    for r in sorted(catalog["rows"], key=lambda r: r["spec"]):
-        key = sources.parse(r["spec"]).key
-        if key not in excluded and key not in seen:  # one spec once, however a catalog spells it
-            seen.add(key)
-            rows.append(r)
+    out = (lambda spec: sources.parse(spec).key in excluded) if excluded else (lambda spec: False)  # noqa: E731
+    rows = sorted({r["spec"]: r for r in catalog["rows"] if not out(r["spec"])}.values(), key=lambda r: r["spec"])
     improves = sorted((r for r in rows if r["verdict"] == "improves"), key=lambda r: (-r["learnability"], r["spec"]))
     near = sorted((r for r in rows if r["verdict"] == "too hard" and 0 < r["pass1"] < trainee.pass_min),
                   key=lambda r: (-r["pass1"], r["spec"]))
