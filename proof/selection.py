@@ -63,9 +63,10 @@ def judged_by_the_proof(spec: str, verdict: dict, settings) -> list[str]:
 
 
 def select(catalog: dict, exclude: frozenset = frozenset(), side_min: int = SIDE_MIN, judged_min: int = JUDGED_MIN,
-           zero: int = ZERO, controls: int = CONTROLS, judge=None) -> list[dict]:
+           zero: int = ZERO, controls: int = CONTROLS, judge=None, refused: dict | None = None) -> list[dict]:
     """[{"spec", "group", "why"}] in training order, from a catalog's shortlist.json. `judge(spec, row)`
-    says why the proof would not judge a spec (default: judged_by_the_proof under the default Settings)."""
+    says why the proof would not judge a spec (default: judged_by_the_proof under the default Settings);
+    `refused`, where given, gets each candidate it turned down: spec -> why."""
     trainee = Trainee.from_dict(catalog["trainee"])
     if judge is None:
         from proof.settings import Settings
@@ -80,7 +81,7 @@ def select(catalog: dict, exclude: frozenset = frozenset(), side_min: int = SIDE
     near += sorted((r for r in rows if r["verdict"] in ("no signal", "already solved")),
                    key=lambda r: (abs(r["pass1"] - trainee.pass_min), r["spec"]))
     zeros = [r for r in rows if r["verdict"] == "too hard" and r["pass1"] == 0]
-    refused: dict[str, list] = {}
+    refused = {} if refused is None else refused
 
     def judged(candidates: list, why) -> list[dict]:
         out = []
@@ -137,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
         body = json.loads(Path(args.catalog).read_text())
         exclude = frozenset(f.key for f in sources.parse_list(Path(args.exclude).read_text().strip())) \
             if args.exclude else frozenset()
-        chosen = select(body, exclude=exclude, side_min=args.side_min, judged_min=args.judged_min)
+        refused: dict[str, list] = {}
+        chosen = select(body, exclude=exclude, side_min=args.side_min, judged_min=args.judged_min, refused=refused)
     except (OSError, ValueError, KeyError, sources.FamilyError) as e:
         print(f"error: {args.catalog}: {e}", file=sys.stderr)
         return 2
@@ -145,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         output.write_json(Path(args.json), {"rule": __doc__, "catalog": args.catalog, "side_min": args.side_min,
                                             "judged_min": args.judged_min, "zero": ZERO, "controls": CONTROLS,
                                             "seed": SEED, "excluded": sorted(exclude), "counts": counts(chosen),
-                                            "selected": chosen})
+                                            "selected": chosen, "not_judgeable": refused})
     print(", ".join(c["spec"] for c in chosen))
     return 0
 

@@ -205,18 +205,19 @@ class _WalkInProgress:
         old = store.read_walk(p.out, name)
         self.cache = {r.spec: r for r in old.rows} if old and old.identity == p.identity() else {}
         self.walk = Walk(name, p.identity(), next=levels_.first(name, p.source.name, p.grid))
-        self.notes: list[list] = []  # [first level, last level, what happened]
+        self.notes: list[list] = []  # [first level, last level, what happened], as labels (label())
         self.seconds = 0.0
+        self.label = lambda level: _level(level, name, p.source.name, p.grid)  # noqa: E731
 
     def note(self, level: int | None, what: str) -> None:
         what = what if len(what) <= 90 else what[:89] + "…"
         if self.notes and self.notes[-1][2] == what:  # a curriculum whose every level fails says so once
-            self.notes[-1][1] = level
+            self.notes[-1][1] = self.label(level)
         else:
-            self.notes.append([level, level, what])
+            self.notes.append([self.label(level), self.label(level), what])
 
     def progress(self) -> str:
-        return "; ".join(f"{_level(a)}{'' if a == b else '-' + str(b)} {what}" for a, b, what in self.notes)
+        return "; ".join(f"{a}{'' if a == b else '-' + b.removeprefix('L')} {what}" for a, b, what in self.notes)
 
 
 def work(p: Plan, log=print, placement: dict | None = None) -> None:
@@ -278,7 +279,7 @@ class _Walker:
     def finish(self, f: _WalkInProgress) -> None:
         self.save(f, next=None, done=True)
         self.counts["finished"] += 1
-        good = [_level(r.level) for r in f.walk.rows if r.screen.verdict == "improves"]
+        good = [f.label(r.level) for r in f.walk.rows if r.screen.verdict == "improves"]
         self.log(f"{self.p.label} [{self.counts['finished']}/{len(self.walks)}] {f.walk.family}: {f.progress()} -> "
                  + (f"improves at {', '.join(good)}" if good else "no level improves") + f" ({f.seconds:.0f} s)")
 
@@ -329,8 +330,11 @@ class _Walker:
         return self.p.deadline is not None and clock() >= self.p.deadline
 
 
-def _level(level: int | None) -> str:
-    return "default" if level is None else f"L{level}"
+def _level(level: int | None, name: str, source: str, grid: bool) -> str:
+    """How a progress line names a level: L3; on the grid, its position on the curriculum (L-1, L0.5)."""
+    if level is None:
+        return "default"
+    return f"L{levels_.points(name, source)[level][0]:g}" if grid else f"L{level}"
 
 
 def main(job: str, out: str | None = None) -> int:

@@ -73,8 +73,10 @@ def test_every_family_s_grid_points_validate_and_build():
 def test_the_grid_walk_goes_on_at_level_0_after_a_degenerate_point_below_it_and_stops_below_the_band(
         tmp_path, fake_screens):  # noqa: F811
     screened = fake_screens({"products": {1: "improves", 2: "improves", 3: "too hard", 4: "improves"}})
-    found = catalog.run(plan(tmp_path, ["products"], grid=True))
+    lines = []
+    found = catalog.run(plan(tmp_path, ["products"], grid=True), log=lines.append)
     assert screened == [("products", 0), ("products", 1), ("products", 2), ("products", 3)]  # index 0: one term
+    assert lines[0].startswith("cpu [1/1] products: L-1 too hard") and "improves at L0, L0.5" in lines[0]
     assert [r.position for r in found.rows] == [-1.0, 0.0, 0.5, 1.0]
     assert found.rows[1].spec == levels.at("products", 0).spec  # level 0 itself, as --levels screens it
     again = fake_screens({})
