@@ -1,22 +1,27 @@
-"""Which family x level pairs the proof trains, chosen from a catalog by a rule written before training.
+"""Which family specs the proof trains, chosen from a catalog by a rule written before training (v2).
 
-A proof of the rule needs families on both sides of each threshold, not only the ones it predicts
-will improve. From a catalog (shortlist.json: `python -m shortlist screen --all --levels`), in order:
-  1. improves: every family x level predicted "improves": each family's best level first (the catalog's
-     rank), then its other "improves" levels (a test of the rule's "improves" side needs ten or more);
-  2. boundary: every "too hard" spec with 0 < pass@1 < pass_min: the edge the rule must get right;
-  3. first too hard: each improving family's first "too hard" level, the step up the rule says is too far;
-  4. zero: a sample of ZERO "too hard" specs with pass@1 = 0 (all of them are readable: an unreadable
-     one is "unscorable", which the rule says first);
-  5. controls: a sample of CONTROLS specs of each audit verdict ("guessable", "unscorable", "unverified
-     ceiling"), trained and reported apart (the proof does not judge them).
-Specs given in `exclude` (a proof's families already trained, which tested the rule once) are never chosen.
-Samples are drawn with random.Random(SEED) from the specs sorted by name, so the list is a function of
-the catalog alone; nothing here reads a proof's outcome. The list interleaves the groups (1, 2, 3, 4, 5,
-1, 2, ...), so that the families a run trains first already span both sides. At least MINIMUM specs.
+A test of the rule needs specs it will judge on both sides: at least SIDE_MIN predicted "improves" and
+SIDE_MIN predicted not to ("too hard", "no signal", "already solved"), JUDGED_MIN in all. A spec is
+chosen as judged only where the proof will judge it, by the proof's own rule (commit.not_judged): its
+catalog verdict is no audit verdict, and its reserved evaluation questions, drawn here on the CPU
+exactly as the commitment will draw them (heldout.draw, under the default Settings and the catalog's
+trainee), are enough (heldout.judgeable: min_unseen). From a catalog's shortlist.json
+(`python -m shortlist screen --all --grid`), in order:
+  1. improves: every judgeable spec predicted "improves", best mean p(1-p) first;
+  2. boundary: every judgeable "too hard" spec with 0 < pass@1 < pass_min (the edge the rule must get right),
+     then "no signal" and "already solved" specs, nearest the band first;
+  3. zero: judgeable "too hard" specs at pass@1 = 0, sampled, as many as the not-improves side needs to
+     reach SIDE_MIN and the judged specs JUDGED_MIN (at least ZERO);
+  4. controls: CONTROLS specs of each audit verdict, sampled: trained and reported apart (never judged).
+Specs given in `exclude` (a proof's families already trained, which tested the rule once) are never
+chosen. Samples are drawn with random.Random(SEED) from the specs sorted by name, so the list is a
+function of the catalog alone; nothing here reads a proof's outcome. The list interleaves the groups
+(1, 2, 3, 4, 1, 2, ...), so that the families a run trains first already span both sides. Where the
+catalog cannot give SIDE_MIN judged specs on each side and JUDGED_MIN in all, the selection refuses in
+one line with its counts; a smaller bar is only ever asked for by name (--side-min, --judged-min).
 
     python -m proof.selection results/catalog/shortlist.json              # the list, for --families
-    python -m proof.selection results/catalog/shortlist.json --json sel.json   # and why each is there
+    python -m proof.selection results/catalog/shortlist.json --json sel.json --exclude trained.txt
 """
 from __future__ import annotations
 
@@ -27,70 +32,97 @@ import sys
 from pathlib import Path
 
 from shortlist import output, sources
-from shortlist.errors import OneLine
+from shortlist.errors import OneLine, one_line
 from shortlist.trainee import AUDIT_VERDICTS, Trainee
 
-ZERO = 3  # "too hard" specs at pass@1 = 0, sampled
-CONTROLS = 2  # "guessable" and "unscorable" specs, sampled, of each
+SIDE_MIN = 10  # judged specs on each side of the rule
+JUDGED_MIN = 40  # judged specs in all
+ZERO = 3  # "too hard" specs at pass@1 = 0, at least, sampled
+CONTROLS = 2  # specs of each audit verdict, sampled
 SEED = 0
-MINIMUM = 16
-GROUPS = ("improves", "boundary", "first too hard", "zero", "control")
+GROUPS = ("improves", "boundary", "zero", "control")
 
 
 class SelectionError(OneLine, ValueError):
     """A catalog the rule cannot choose from; the message is one line."""
 
 
-def select(catalog: dict, zero: int = ZERO, controls: int = CONTROLS, minimum: int = MINIMUM,
-           exclude: frozenset = frozenset()) -> list[dict]:
-    """[{"spec", "group", "why"}] in training order, from a catalog's shortlist.json."""
+def judged_by_the_proof(spec: str, verdict: dict, settings) -> list[str]:
+    """Why the proof would not judge this spec (empty: it would), by its own rule: the audit verdict,
+    then the reserved evaluation questions drawn as the commitment draws them."""
+    from proof import commit, heldout
+    why = commit.not_judged(verdict, None)
+    if why:
+        return why  # an audit verdict: no draw needed, it is a control whatever its questions
+    try:
+        held, _ = heldout.draw(spec, settings)
+    except Exception as e:  # noqa: BLE001  a spec whose tasks cannot be drawn cannot be judged
+        return [f"its tasks cannot be drawn ({one_line(e)})"]
+    few = heldout.judgeable(held, settings.min_unseen)
+    return [few] if few else []
+
+
+def select(catalog: dict, exclude: frozenset = frozenset(), side_min: int = SIDE_MIN, judged_min: int = JUDGED_MIN,
+           zero: int = ZERO, controls: int = CONTROLS, judge=None, refused: dict | None = None) -> list[dict]:
+    """[{"spec", "group", "why"}] in training order, from a catalog's shortlist.json. `judge(spec, row)`
+    says why the proof would not judge a spec (default: judged_by_the_proof under the default Settings);
+    `refused`, where given, gets each candidate it turned down: spec -> why."""
     trainee = Trainee.from_dict(catalog["trainee"])
-    exclude = {sources.parse(e).key for e in exclude}
-    out = (lambda spec: sources.parse(spec).key in exclude) if exclude else (lambda spec: False)  # noqa: E731
-    rows = [r for r in catalog["rows"] if not out(r["spec"])]
+    if judge is None:
+        from proof.settings import Settings
+        settings = Settings(trainee=trainee.as_dict())
+        judge = lambda spec, row: judged_by_the_proof(spec, row, settings)  # noqa: E731
+    excluded = {sources.parse(e).key for e in exclude}
+    out = (lambda spec: sources.parse(spec).key in excluded) if excluded else (lambda spec: False)  # noqa: E731
+    rows = sorted({r["spec"]: r for r in catalog["rows"] if not out(r["spec"])}.values(), key=lambda r: r["spec"])
+    improves = sorted((r for r in rows if r["verdict"] == "improves"), key=lambda r: (-r["learnability"], r["spec"]))
+    near = sorted((r for r in rows if r["verdict"] == "too hard" and 0 < r["pass1"] < trainee.pass_min),
+                  key=lambda r: (-r["pass1"], r["spec"]))
+    near += sorted((r for r in rows if r["verdict"] in ("no signal", "already solved")),
+                   key=lambda r: (abs(r["pass1"] - trainee.pass_min), r["spec"]))
+    zeros = [r for r in rows if r["verdict"] == "too hard" and r["pass1"] == 0]
+    refused = {} if refused is None else refused
+
+    def judged(candidates: list, why) -> list[dict]:
+        out = []
+        for r in candidates:
+            reasons = judge(r["spec"], r)
+            if reasons:
+                refused[r["spec"]] = reasons
+            else:
+                out.append({"spec": r["spec"], "why": why(r)})
+        return out
+    chosen = {"improves": judged(improves, lambda r: f"improves (pass@1 {r['pass1']:.3f}, mean p(1-p) "
+                                                     f"{r['learnability']:.3f})"),
+              "boundary": judged(near, lambda r: f"{r['verdict']} at pass@1 {r['pass1']:.3f}: the boundary")}
     rng = random.Random(SEED)
-    chosen: dict[str, list[dict]] = {g: [] for g in GROUPS}
-    best = {s["best"] for s in catalog["shortlist"]}
-    for s in catalog["shortlist"]:
-        if not out(s["best"]):
-            chosen["improves"].append({"spec": s["best"], "why": f"improves (rank {s['rank']}, mean p(1-p) "
-                                                                  f"{s['learnability']:.3f}, its best level)"})
-    for r in sorted(rows, key=lambda r: r["spec"]):
-        if r["verdict"] == "improves" and r["spec"] not in best:
-            chosen["improves"].append({"spec": r["spec"], "why": f"improves at another level ({r['level']}, pass@1 "
-                                                                 f"{r['pass1']:.3f})"})
-    for r in sorted(rows, key=lambda r: r["spec"]):
-        if r["verdict"] == "too hard" and 0 < r["pass1"] < trainee.pass_min:
-            chosen["boundary"].append({"spec": r["spec"], "why": f"too hard at pass@1 {r['pass1']:.3f} < "
-                                                                 f"{trainee.pass_min}: the boundary"})
-    improving = {s["family"] for s in catalog["shortlist"]}
-    for name in sorted(improving):
-        above = sorted((r for r in rows if r["family"] == name and r["verdict"] == "too hard"),
-                       key=lambda r: r["level"] if r["level"] is not None else -1)
-        if above:
-            chosen["first too hard"].append({"spec": above[0]["spec"], "why": f"{name}'s first too hard level "
-                                                                              f"({above[0]['level']})"})
-    taken = {c["spec"] for group in chosen.values() for c in group}
-    zeros = sorted(r["spec"] for r in rows if r["verdict"] == "too hard" and r["pass1"] == 0 and r["spec"] not in taken)
-    chosen["zero"] = [{"spec": s, "why": "too hard at pass@1 0 (sampled)"} for s in _sample(rng, zeros, zero)]
+    need = max(zero, side_min - len(chosen["boundary"]), judged_min - len(chosen["improves"]) - len(chosen["boundary"]))
+    chosen["zero"] = []
+    for r in rng.sample(zeros, len(zeros)):  # a seeded order, drawn until enough are judgeable
+        if len(chosen["zero"]) >= need:
+            break
+        chosen["zero"] += judged([r], lambda r: "too hard at pass@1 0 (sampled)")
+    chosen["control"] = []
     for verdict in AUDIT_VERDICTS:
-        specs = sorted(r["spec"] for r in rows if r["verdict"] == verdict and r["spec"] not in taken)
+        specs = [r["spec"] for r in rows if r["verdict"] == verdict]
         chosen["control"] += [{"spec": s, "why": f"{verdict} (a control, sampled): trained, reported apart"}
-                              for s in _sample(rng, specs, controls)]
-    ordered, seen = [], set()
+                              for s in (rng.sample(specs, controls) if len(specs) > controls else specs)]
+    yes, no = len(chosen["improves"]), len(chosen["boundary"]) + len(chosen["zero"])
+    if yes < side_min or no < side_min or yes + no < judged_min:
+        unjudged = len([s for s, why in refused.items() if why])
+        raise SelectionError(f"the catalog gives {yes} judged 'improves' and {no} judged not (of {len(improves)} "
+                             f"'improves', {len(near)} boundary and {len(zeros)} zero rows; {unjudged} not judgeable), "
+                             f"below {side_min} per side and {judged_min} judged: screen more (screen --all --grid)")
+    ordered = []
     for i in range(max(len(g) for g in chosen.values())):  # interleaved: both sides early
-        for group in GROUPS:
-            if i < len(chosen[group]) and chosen[group][i]["spec"] not in seen:
-                seen.add(chosen[group][i]["spec"])
-                ordered.append(chosen[group][i] | {"group": group})
-    if len(ordered) < minimum:
-        raise SelectionError(f"the catalog gives {len(ordered)} specs by the rule, fewer than {minimum}: screen more "
-                             f"families or levels (screen --all --levels)")
+        ordered += [chosen[g][i] | {"group": g} for g in GROUPS if i < len(chosen[g])]
     return ordered
 
 
-def _sample(rng: random.Random, items: list, k: int) -> list:
-    return rng.sample(items, k) if len(items) > k else list(items)
+def counts(chosen: list[dict]) -> dict:
+    """How many specs of each group, and per side: what selection.json and the one line say."""
+    groups = {g: sum(c["group"] == g for c in chosen) for g in GROUPS}
+    return groups | {"judged improves": groups["improves"], "judged not": groups["boundary"] + groups["zero"]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,18 +131,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", help="also write the list, each spec's group and why, to this file")
     ap.add_argument("--exclude", help="a file of family specs (one line, comma-separated, as --families takes them) "
                                       "never to choose: a proof's families already trained")
+    ap.add_argument("--side-min", type=int, default=SIDE_MIN, help="judged specs on each side (default: %(default)s)")
+    ap.add_argument("--judged-min", type=int, default=JUDGED_MIN, help="judged specs in all (default: %(default)s)")
     args = ap.parse_args(argv)
     try:
         body = json.loads(Path(args.catalog).read_text())
         exclude = frozenset(f.key for f in sources.parse_list(Path(args.exclude).read_text().strip())) \
             if args.exclude else frozenset()
-        chosen = select(body, exclude=exclude)
+        refused: dict[str, list] = {}
+        chosen = select(body, exclude=exclude, side_min=args.side_min, judged_min=args.judged_min, refused=refused)
     except (OSError, ValueError, KeyError, sources.FamilyError) as e:
         print(f"error: {args.catalog}: {e}", file=sys.stderr)
         return 2
     if args.json:
-        output.write_json(Path(args.json), {"rule": __doc__, "catalog": args.catalog, "zero": ZERO, "controls": CONTROLS,
-                                            "seed": SEED, "excluded": sorted(exclude), "selected": chosen})
+        output.write_json(Path(args.json), {"rule": __doc__, "catalog": args.catalog, "side_min": args.side_min,
+                                            "judged_min": args.judged_min, "zero": ZERO, "controls": CONTROLS,
+                                            "seed": SEED, "excluded": sorted(exclude), "counts": counts(chosen),
+                                            "selected": chosen, "not_judgeable": refused})
     print(", ".join(c["spec"] for c in chosen))
     return 0
 

@@ -4,6 +4,7 @@ examples:
     python -m shortlist screen --model tiny --families "chain_sum(max_terms=2, max_digits=1), leg_counting"
     python -m shortlist screen --trainee smollm2 --model /models/smollm2
     python -m shortlist screen --all --levels --out results/catalog --budget-min 60   # the catalog (catalog/)
+    python -m shortlist screen --all --grid --out results/catalog --budget-min 14     # up the wider grid
     python -m shortlist screen --all --out results/catalog --per-gpu 4    # four workers on each GPU
     python -m shortlist screen --all --out results/catalog --executor ray --address auto   # on a Ray cluster
     python -m shortlist families      # every Reasoning Gym family that builds with its defaults
@@ -30,7 +31,7 @@ from shortlist.errors import OneLine
 
 SCREEN = """Sample the trainee on each family exactly as GRPO will (--tasks tasks x the trainee's group) and print a
 verdict per family: improves, too hard, already solved, no signal, or an audit verdict (the reward cannot tell).
-With --all or --levels, the catalog: every family (or those named), ranked into <out>/shortlist.{json,csv,html}."""
+With --all, --levels or --grid, the catalog: every family (or those named), ranked into <out>/shortlist.{json,csv,html}."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -54,6 +55,9 @@ def _parser() -> argparse.ArgumentParser:
                                                        "easiest level, ranked into <out>/shortlist.{json,csv,html}")
     sc.add_argument("--levels", action="store_true",
                     help="walk each family's curriculum up from its easiest level until 'too hard'")
+    sc.add_argument("--grid", action="store_true",
+                    help="walk each family up its wider grid (from below the curriculum's level 0, with steps between "
+                         "levels) until below the band")
     sc.add_argument("--out", help="the catalog's output folder (default results/catalog); a rerun keeps what it holds")
     sc.add_argument("--budget-min", type=float, help="start no screen after this many minutes; the rest is listed")
     executors.add_arguments(sc)
@@ -80,7 +84,7 @@ def _screen(args, choice) -> int:
     from shortlist.models import config as models
 
     started = time.perf_counter()
-    catalog_run = args.all or args.levels
+    catalog_run = args.all or args.levels or args.grid
     try:  # every bad input is one line, before any model loads
         who = trainee.resolve(args.trainee)
         who = who.replace(model=args.model) if args.model else who
@@ -89,8 +93,8 @@ def _screen(args, choice) -> int:
             plan = _catalog_plan(args, who, choice)
         else:
             if args.out or args.budget_min is not None or where != executors.Placement():
-                raise ValueError("--out, --budget-min and where jobs run (--executor, --per-gpu...) go with --all "
-                                 "or --levels (the catalog)")
+                raise ValueError("--out, --budget-min and where jobs run (--executor, --per-gpu...) go with --all, "
+                                 "--levels or --grid (the catalog)")
             chosen = sources.parse_list(args.families or _default_families(args.source), args.source)
         if (bad := defaults.screen_bounds(args.tasks, args.first_seed, args.batch)) is not None:
             raise ValueError(bad)
@@ -133,11 +137,11 @@ def _screen(args, choice) -> int:
 def _catalog_plan(args, who, choice):
     from shortlist.catalog import run as catalog
     if args.all and args.families:
-        raise ValueError("--all screens every family; give --families with --levels alone")
+        raise ValueError("--all screens every family; give --families with --levels or --grid alone")
     if args.json:
         raise ValueError("--json is for a screen of named families; the catalog writes <out>/shortlist.json")
     names = None if args.all else args.families or _default_families(args.source)
-    p = catalog.plan(who, names, source=choice, walk=args.levels, tasks=args.tasks, first_seed=args.first_seed, batch=args.batch,
+    p = catalog.plan(who, names, source=choice, walk=args.levels or args.grid, grid=args.grid, tasks=args.tasks, first_seed=args.first_seed, batch=args.batch,
                      budget_min=args.budget_min, out=args.out or catalog.OUT)
     return p  # the folder is made by catalog.run, once the model is known good
 

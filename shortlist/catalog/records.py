@@ -30,9 +30,12 @@ class Row:
     screen: Screen  # its family is the spec
     tasks_sha256: str  # sources.fingerprint() of the tasks screened: parse(spec).tasks(seeds) gives them
     seconds: float  # sampling and scoring
+    # where the spec sits on the source's curriculum, in its levels (1.5: a grid point halfway from level 1
+    # to 2; -1: below level 0); None: one level only, or a row written before the grid
+    position: float | None = None
 
     def __post_init__(self):
-        levels_.Level(self.family, self.level, self.levels, self.spec)
+        levels_.Level(self.family, self.level, self.levels, self.spec, self.position)
         s = self.screen
         if s.verdict not in VERDICTS:
             raise CatalogError(f"row {self.spec}: verdict {s.verdict!r} is not one of {', '.join(VERDICTS)}")
@@ -50,15 +53,16 @@ class Row:
     def as_dict(self) -> dict:
         """Flat, as shortlist.json and .csv hold a row: the level, then the screen's fields."""
         screen = {k: v for k, v in self.screen.as_dict().items() if k != "family"}
-        return {"family": self.family, "level": self.level, "levels": self.levels, "spec": self.spec,
-                **screen, "tasks_sha256": self.tasks_sha256, "seconds": self.seconds}
+        return {"family": self.family, "level": self.level, "levels": self.levels, "position": self.position,
+                "spec": self.spec, **screen, "tasks_sha256": self.tasks_sha256, "seconds": self.seconds}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Row":
         names = {f.name for f in fields(Screen)} - {"family", "prediction"}
         screen = Screen(family=d["spec"], prediction=d.get("prediction", prediction(d["verdict"])),
                         **{k: d[k] for k in names if k in d})
-        return cls(d["family"], d["level"], d["levels"], d["spec"], screen, d["tasks_sha256"], d["seconds"])
+        return cls(d["family"], d["level"], d["levels"], d["spec"], screen, d["tasks_sha256"], d["seconds"],
+                   d.get("position"))
 
 
 @dataclass(frozen=True)
@@ -108,7 +112,8 @@ class Plan:
     """One catalog run, checked before any model loads; a worker gets it (its share of families) as JSON."""
     trainee: Trainee  # the model in it; a worker's JSON holds Trainee.as_dict(), read back once here
     families: tuple  # the source's names
-    walk: bool = False  # --levels: up the levels until "too hard"
+    walk: bool = False  # --levels: up the levels until below the band (walk.py's after())
+    grid: bool = False  # --grid: the walk's levels are the wider grid's points (sources/grid.py)
     tasks: int = defaults.SCREEN_TASKS
     first_seed: int = defaults.PREDICT_SEED
     seed: int = 0  # torch's, before each family's samples

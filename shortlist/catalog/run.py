@@ -2,10 +2,13 @@
 
     python -m shortlist screen --all --out results/catalog                 # every family, easiest level
     python -m shortlist screen --all --levels --budget-min 60 --out ...    # walk each curriculum upwards
+    python -m shortlist screen --all --grid --budget-min 14 --out ...      # walk each family's wider grid
 
 Each family is screened at its curriculum's easiest level that builds (sources/levels.py); with
---levels the walk goes up level by level and stops at the first "too hard", since every level
-above it is harder still. The result is a shortlist: the families with a level where the verdict
+--levels the walk goes up level by level and stops at the first level below the band (pass@1 <
+pass_min: "too hard", or an audit verdict there), since every level above it is harder still. With
+--grid the walk's levels are the wider grid's points (sources/grid.py: from below level 0, with
+steps between levels), and a point below level 0 that is below the band goes on at level 0. The result is a shortlist: the families with a level where the verdict
 is "improves", ranked by mean p(1-p), written under one output folder:
 
     <out>/shortlist.json, .csv, .html   every family x level screened, what failed and why, what the
@@ -136,7 +139,7 @@ def assemble(p: Plan, exits: dict, wall_s: float) -> Catalog:
     for name in p.families:
         found = store.read_walk(p.out, name)
         if found is None or found.identity != p.identity():
-            unreached.append(Unreached(name, levels_.first(name, p.source.name), died.get(name, "the budget ran out")))
+            unreached.append(Unreached(name, levels_.first(name, p.source.name, p.grid), died.get(name, "the budget ran out")))
             continue
         rows += found.rows
         failures += found.failures

@@ -33,7 +33,7 @@ def write_walk(out, walk: Walk) -> None:
     output.write_json(walk_path(out, walk.family), walk.as_dict())
 
 
-CSV_COLUMNS = ("rank", "family", "level", "levels", "spec", "status", "verdict", *(f for f, _, _ in screening.METRICS),
+CSV_COLUMNS = ("rank", "family", "level", "levels", "position", "spec", "status", "verdict", *(f for f, _, _ in screening.METRICS),
                "tasks", "k", "tasks_sha256", "seconds", "reason")
 
 
@@ -74,14 +74,15 @@ def to_html(catalog: Catalog) -> str:
     if catalog.unreached:
         parts.append(page.box("warning", f"{page.count(len(catalog.unreached), 'family was', 'families were')} not screened to the end: see the "
                                          f"last table."))
-    levels = "up its curriculum until too hard" if s["walk"] else "at its easiest level that builds"
+    levels = ("up its wider grid (below and between its curriculum's levels) until below the band" if s.get("grid")
+              else "up its curriculum until below the band" if s["walk"] else "at its easiest level that builds")
     parts.append(f"<p>{html.escape(a['model']['name'])} as <b>{html.escape(t.profile)}</b>: {s['tasks']} tasks × "
                  f"{t.group} samples (seeds {s['first_seed']}..{s['first_seed'] + s['tasks'] - 1}) per family × level, "
                  f"each family {levels}. <b>{len(short)} of {s['families']} families</b> have a level where GRPO can "
                  f"learn (verdict <i>improves</i>), ranked by mean p(1−p). {len(catalog.rows)} family × level screens, "
                  f"{a['wall_s']:.0f} s of wall time.</p><p>{html.escape(a['rule'])}.</p>")
     shown = ("pass1", "passk", "mean", "signal_correct", "learnability", "extracted", "clipped")
-    rows = [{"rank": rank, "family": r.family, "level": r.level, "spec (proof run --families)": r.spec,
+    rows = [{"rank": rank, "family": r.family, "level": r.level, "position": r.position, "spec (proof run --families)": r.spec,
              "verdict": r.screen.verdict, **screening.labelled(r.screen.as_dict(), shown)} for rank, r in catalog.ordered()]
     parts.append("<h2>Every family × level screened</h2>" + page.table(rows, screening.formats(t.group, shown)))
     parts.append("<h2>Could not be built or screened</h2>" + page.table(

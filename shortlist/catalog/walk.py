@@ -47,13 +47,13 @@ class Built:
     seconds: float = 0.0  # to build the tasks
 
 
-def build(name: str, level: int | None, first_seed: int, n: int, chosen=None) -> Built:
+def build(name: str, level: int | None, first_seed: int, n: int, chosen=None, grid: bool = False) -> Built:
     """The tasks of a family at a level: what a builder process runs, under the run's source Choice
     (configured here: a builder is a process of its own). Never raises: a failure is data."""
     where, started = None, time.perf_counter()
     try:
         source = sources.source.Choice.of(chosen).configure().name
-        where = levels_.at(name, level, source)
+        where = levels_.at(name, level, source, grid)
         family = sources.parse(where.spec, source)  # the family's own validate(): impossible configs fail here
         tasks = family.tasks(range(first_seed, first_seed + n))
         return Built(name, level, where, family, tasks, sources.fingerprint(tasks), None,
@@ -66,8 +66,8 @@ def build(name: str, level: int | None, first_seed: int, n: int, chosen=None) ->
 class Builders:
     """Tasks built in `processes` processes of their own (0: in this one, when asked for)."""
 
-    def __init__(self, processes: int, first_seed: int, n: int, chosen=None):
-        self.args, self.queued, self.running, self.ready = (first_seed, n, chosen), deque(), {}, []
+    def __init__(self, processes: int, first_seed: int, n: int, chosen=None, grid: bool = False):
+        self.args, self.queued, self.running, self.ready = (first_seed, n, chosen, grid), deque(), {}, []
         # spawn: a builder needs Reasoning Gym, not this process's CUDA context or threads
         context = mp.get_context("spawn")
         self._started = context.SimpleQueue()  # each builder's pid, put as it starts: close() kills them
@@ -179,7 +179,8 @@ class Screener:
             s = screening.screen_tasks(self.sampler, self.scorer, b.built, b.tasks, self.p.seed)
         except Exception as e:  # noqa: BLE001  a prompt longer than the model holds, a scorer gone wrong...
             return LevelFailure(b.family, b.level, b.where.spec, "screen", one_line(e))
-        return Row(b.family, b.level, b.where.levels, b.where.spec, s, b.sha, time.perf_counter() - started)
+        return Row(b.family, b.level, b.where.levels, b.where.spec, s, b.sha, time.perf_counter() - started,
+                   b.where.position)
 
     def record(self) -> dict:
         if self.loaded is None:
@@ -197,24 +198,26 @@ class Screener:
 
 class _WalkInProgress:
     """One family's walk as this worker goes (its Walk record, its notes, its time): rows kept from an
-    earlier run are its cache."""
+    earlier run are its cache, by spec (the same config screened under the same identity is the same
+    screen, whether it was a curriculum level or a grid point: --levels' rows are kept by --grid)."""
 
     def __init__(self, p: Plan, name: str):
         old = store.read_walk(p.out, name)
-        self.cache = {r.level: r for r in old.rows} if old and old.identity == p.identity() else {}
-        self.walk = Walk(name, p.identity(), next=levels_.first(name, p.source.name))
-        self.notes: list[list] = []  # [first level, last level, what happened]
+        self.cache = {r.spec: r for r in old.rows} if old and old.identity == p.identity() else {}
+        self.walk = Walk(name, p.identity(), next=levels_.first(name, p.source.name, p.grid))
+        self.notes: list[list] = []  # [first level, last level, what happened], as labels (label())
         self.seconds = 0.0
+        self.label = lambda level: _level(level, name, p.source.name, p.grid)  # noqa: E731
 
     def note(self, level: int | None, what: str) -> None:
         what = what if len(what) <= 90 else what[:89] + "…"
         if self.notes and self.notes[-1][2] == what:  # a curriculum whose every level fails says so once
-            self.notes[-1][1] = level
+            self.notes[-1][1] = self.label(level)
         else:
-            self.notes.append([level, level, what])
+            self.notes.append([self.label(level), self.label(level), what])
 
     def progress(self) -> str:
-        return "; ".join(f"{_level(a)}{'' if a == b else '-' + str(b)} {what}" for a, b, what in self.notes)
+        return "; ".join(f"{a}{'' if a == b else '-' + b.removeprefix('L')} {what}" for a, b, what in self.notes)
 
 
 def work(p: Plan, log=print, placement: dict | None = None) -> None:
@@ -230,7 +233,7 @@ class _Walker:
     def __init__(self, p: Plan, log, placement: dict | None = None):
         self.p, self.log, self.started, self.placement = p, log, time.perf_counter(), placement
         self.walks = {name: _WalkInProgress(p, name) for name in p.families}
-        self.builders = Builders(p.builders or 0, p.first_seed, p.tasks, p.source)
+        self.builders = Builders(p.builders or 0, p.first_seed, p.tasks, p.source, p.grid)
         self.screener, self.counts = Screener(p), {"screened": 0, "kept": 0, "finished": 0}
 
     def run(self) -> None:
@@ -257,7 +260,7 @@ class _Walker:
             f.note(b.level, f"failed to build: {b.error}")
             failed = LevelFailure(b.family, b.level, b.where and b.where.spec, "build", b.error)
             self.save(f, failures=f.walk.failures + (failed,))
-            return self.go_on(f, levels_.following(b.family, b.level, self.p.source.name))
+            return self.go_on(f, levels_.following(b.family, b.level, self.p.source.name, self.p.grid))
         result = self.screener.screen(b)
         self.counts["screened"] += 1
         if isinstance(result, LevelFailure):  # the levels above would fail the same way (longer prompts)
@@ -276,16 +279,24 @@ class _Walker:
     def finish(self, f: _WalkInProgress) -> None:
         self.save(f, next=None, done=True)
         self.counts["finished"] += 1
-        good = [_level(r.level) for r in f.walk.rows if r.screen.verdict == "improves"]
+        good = [f.label(r.level) for r in f.walk.rows if r.screen.verdict == "improves"]
         self.log(f"{self.p.label} [{self.counts['finished']}/{len(self.walks)}] {f.walk.family}: {f.progress()} -> "
                  + (f"improves at {', '.join(good)}" if good else "no level improves") + f" ({f.seconds:.0f} s)")
 
     def after(self, row: Row) -> int | None:
-        """Where the walk goes from a screened level: nowhere without --levels, nor past "too hard" (every
-        level above is harder still) or "unscorable" (the extraction that cannot read this level's answers
-        cannot read the next one's)."""
-        stop = row.screen.verdict in ("too hard", "unscorable")
-        return levels_.following(row.family, row.level, self.p.source.name) if self.p.walk and not stop else None
+        """Where the walk goes from a screened level: nowhere without --levels or --grid, nor past one below
+        the band (pass@1 < pass_min: "too hard", or an audit verdict there: every level above is harder
+        still) or "unscorable" (the extraction that cannot read this level's answers cannot read the next
+        one's). A grid point below the curriculum's level 0 that is below the band goes on at level 0:
+        a config easier than the curriculum's own can be a degenerate one (products of one term)."""
+        name, source = row.family, self.p.source.name
+        if not self.p.walk or row.screen.verdict == "unscorable":
+            return None
+        if row.screen.pass1 >= self.p.trainee.pass_min:
+            return levels_.following(name, row.level, source, self.p.grid)
+        if row.position is not None and row.position < 0:
+            return levels_.level_zero(name, source, self.p.grid)
+        return None
 
     def advance(self, f: _WalkInProgress, level: int | None) -> None:
         """From this level (None: a family's only one, without a curriculum), take kept rows as they
@@ -293,18 +304,19 @@ class _Walker:
         name, source = f.walk.family, self.p.source.name
         while True:
             try:
-                spec = levels_.at(name, level, source).spec
+                here = levels_.at(name, level, source, self.p.grid)
             except levels_.LevelError as e:
                 f.note(level, f"failed to build: {e}")
                 self.save(f, failures=f.walk.failures + (LevelFailure(name, level, None, "build", str(e)),))
                 level = levels_.following(name, level, source)
             else:
-                kept = f.cache.get(level)
-                if kept is None or kept.spec != spec:
+                kept = f.cache.get(here.spec)
+                if kept is None:
                     self.save(f, next=level)
                     self.builders.submit(name, level)
                     return
-                self.counts["kept"] += 1
+                self.counts["kept"] += 1  # numbered as this walk numbers it (a --levels row in a --grid walk)
+                kept = dataclasses.replace(kept, level=here.level, levels=here.levels, position=here.position)
                 f.note(level, f"{kept.screen.verdict} (kept)")
                 self.save(f, rows=f.walk.rows + (kept,))
                 level = self.after(kept)
@@ -318,8 +330,11 @@ class _Walker:
         return self.p.deadline is not None and clock() >= self.p.deadline
 
 
-def _level(level: int | None) -> str:
-    return "default" if level is None else f"L{level}"
+def _level(level: int | None, name: str, source: str, grid: bool) -> str:
+    """How a progress line names a level: L3; on the grid, its position on the curriculum (L-1, L0.5)."""
+    if level is None:
+        return "default"
+    return f"L{levels_.points(name, source)[level][0]:g}" if grid else f"L{level}"
 
 
 def main(job: str, out: str | None = None) -> int:

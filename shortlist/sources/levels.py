@@ -5,9 +5,15 @@ A source says how many levels a family has and which config overrides each level
 Here a level becomes a spec, and the spec is read back and checked to give exactly that level's
 config, so it builds the same tasks for every seed wherever it is passed (`proof run --families`).
 A family with one level has its default config (level None).
+
+With grid=True (the catalog's --grid) a family's levels are its wider grid's points instead
+(sources/grid.py, from a source's optional grid(): Reasoning Gym's curricula with steps below level
+0 and between levels), numbered 0.. from the easiest; each Level records its position on the
+curriculum (1.5: halfway from level 1 to 2). A source without grid() gives its levels.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from shortlist import spec as spec_
@@ -26,6 +32,7 @@ class Level:
     level: int | None  # the global level; None: one level only, the default config
     levels: int  # how many levels the family has (1: its default only)
     spec: str  # what families.parse() and `proof run --families` take: the config at this level
+    position: float | None = None  # where it sits on the curriculum, in its levels (None: one level only)
 
     def __post_init__(self):
         name, _ = spec_.parse_call(self.spec, "family")
@@ -43,19 +50,35 @@ def check_name(name: str, source: str = source_.DEFAULT) -> str:
         raise LevelError(str(e)) from None
 
 
-def count(name: str, source: str = source_.DEFAULT) -> int:
-    return source_.get(source).levels(name)
+def count(name: str, source: str = source_.DEFAULT, grid: bool = False) -> int:
+    return len(points(name, source)) if grid else source_.get(source).levels(name)
 
 
-def first(name: str, source: str = source_.DEFAULT) -> int | None:
-    return 0 if count(name, source) > 1 else None
+def points(name: str, source: str = source_.DEFAULT) -> tuple:
+    """The family's grid: (position, config overrides), easiest first (its levels where the source has no grid)."""
+    src = source_.get(source)
+    if hasattr(src, "grid"):
+        return _grid(src, name)
+    n = src.levels(name)
+    return ((0.0, {}),) if n == 1 else tuple((float(at), src.level(name, at)) for at in range(n))
 
 
-def following(name: str, level: int | None, source: str = source_.DEFAULT) -> int | None:
+@functools.lru_cache(maxsize=None)
+def _grid(src, name: str) -> tuple:  # once per process and family: it reads the curriculum and tries configs
+    return tuple(src.grid(name))
+
+
+def first(name: str, source: str = source_.DEFAULT, grid: bool = False) -> int | None:
+    return 0 if count(name, source, grid) > 1 else None
+
+
+def following(name: str, level: int | None, source: str = source_.DEFAULT, grid: bool = False) -> int | None:
     """The next level up whose config differs from this one's (several curricula repeat a config
-    once an attribute tops out); None past the last."""
+    once an attribute tops out; the grid's points all differ); None past the last."""
     if level is None:
         return None
+    if grid:
+        return level + 1 if level + 1 < count(name, source, grid) else None
     src = source_.get(source)
     here = src.level(name, level)
     for up in range(level + 1, count(name, source)):
@@ -64,18 +87,26 @@ def following(name: str, level: int | None, source: str = source_.DEFAULT) -> in
     return None
 
 
-def at(name: str, level: int | None, source: str = source_.DEFAULT) -> Level:
-    """The family at a level, as a spec that gives exactly that level's config."""
+def level_zero(name: str, source: str = source_.DEFAULT, grid: bool = False) -> int | None:
+    """The index of the curriculum's level 0 among the family's levels (or grid points); None: it has none."""
+    found = [i for i, (position, _) in enumerate(points(name, source) if grid else ()) if position == 0]
+    return found[0] if found else first(name, source, grid)
+
+
+def at(name: str, level: int | None, source: str = source_.DEFAULT, grid: bool = False) -> Level:
+    """The family at a level (with grid, at a grid point), as a spec that gives exactly that config."""
     check_name(name, source)
-    n = count(name, source)
+    n = count(name, source, grid)
+    label = name if source == source_.DEFAULT else f"{source}.{name}"
     if level is None or n == 1:
-        return Level(name, None, 1, name if source == source_.DEFAULT else f"{source}.{name}")
+        return Level(name, None, 1, label)
+    where = f"{name} {'grid point' if grid else 'level'} {level}"
     try:
-        overrides = source_.get(source).level(name, level)
-        text = spec_.render(name if source == source_.DEFAULT else f"{source}.{name}", overrides)
+        position, overrides = points(name, source)[level] if grid else (float(level), source_.get(source).level(name, level))
+        text = spec_.render(label, overrides)
         same = spec_.parse_call(text, "family")[1] == overrides
     except Exception as e:  # noqa: BLE001  a value repr() cannot write as a literal, a config that refuses it
-        raise LevelError(f"{name} level {level}: its config cannot be written as a spec ({one_line(e)})") from None
+        raise LevelError(f"{where}: its config cannot be written as a spec ({one_line(e)})") from None
     if not same:
-        raise LevelError(f"{name} level {level}: the spec {text} does not give the level's config")
-    return Level(name, level, n, text)
+        raise LevelError(f"{where}: the spec {text} does not give its config")
+    return Level(name, level, n, text, position)

@@ -159,3 +159,41 @@ def _canonical(config) -> dict:
     """A config's fields as JSON would hold them (tuples become lists, as in a spec), seed and size aside."""
     fields = {f.name: getattr(config, f.name) for f in dataclasses.fields(config) if f.name not in NOT_CONFIG}
     return json.loads(json.dumps(fields, default=repr))
+
+
+def grid(family: str) -> list[tuple[float, dict]]:
+    """The wider grid (sources/grid.py): (position, config overrides) from the easiest config the family's
+    own validation accepts up its curriculum, with steps between levels. Each level's point is checked
+    to be exactly level(); raises ValueError where it is not (this module's reading of the curriculum
+    and Reasoning Gym's own would differ)."""
+    from reasoning_gym.coaching.attributes import RangeAttributeDefinition
+
+    from shortlist.sources import grid as grid_
+    if family not in CURRICULA:
+        return [(0.0, {})]
+    attrs = [grid_.Attr(a.name, (a.lower_field_name, a.upper_field_name) if isinstance(a, RangeAttributeDefinition)
+                        else (a.field_name,), tuple(a.levels), bool(getattr(a, "ensure_interval", False)))
+             for a in create_curriculum(family).attributes.values()]
+    config_cls, n = DATASETS[family][1], levels(family)
+    try:
+        defaults = _canonical(config_cls())
+    except Exception:  # noqa: BLE001  a config without usable defaults: every field is written out
+        defaults = {}
+
+    def overrides(fields: dict) -> dict:
+        config = _canonical(config_cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()}))
+        return {k: v for k, v in config.items() if k not in defaults or defaults[k] != v}
+
+    def accepts(fields: dict) -> bool:
+        try:
+            config = config_cls(**fields)
+            if hasattr(config, "validate"):
+                config.validate()
+            return True
+        except Exception:  # noqa: BLE001  an assertion, a ValueError: the config refuses it
+            return False
+    found = [(position, overrides(fields)) for position, fields in grid_.points(attrs, n, accepts)]
+    for position, o in found:
+        if position == int(position) and position >= 0 and o != level(family, int(position)):
+            raise ValueError(f"{family}: the grid's level {int(position)} is not the curriculum's")
+    return found

@@ -24,7 +24,7 @@ def curriculum_tasks(name: str, level: int, seeds) -> list[dict]:
 
 def test_the_easiest_level_is_the_easy_config_written_as_a_spec():
     level = curricula.at("chain_sum", 0)
-    assert level == Level("chain_sum", 0, 11, "chain_sum(max_digits=1, max_terms=2)")
+    assert level == Level("chain_sum", 0, 11, "chain_sum(max_digits=1, max_terms=2)", 0.0)
     assert curricula.at("chain_sum", 1).spec == "chain_sum(max_digits=2, max_terms=3)"
     assert curricula.count("leg_counting") == 36 and curricula.first("leg_counting") == 0
 

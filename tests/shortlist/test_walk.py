@@ -28,7 +28,7 @@ def fake_screens(monkeypatch):
                 each(b)
             groups = GROUPS[verdicts.get(b.family, {}).get(b.level, "too hard")]
             return Row(b.family, b.level, b.where.levels, b.where.spec,
-                       screening.summarize(b.where.spec, groups, 1.0, TRAINEE), b.sha, 0.0)
+                       screening.summarize(b.where.spec, groups, 1.0, TRAINEE), b.sha, 0.0, b.where.position)
         monkeypatch.setattr(walk.Screener, "screen", screen)
         screened.clear()
         return screened
