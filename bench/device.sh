@@ -30,6 +30,12 @@
 #                                         code, the selection (examples/smollm2-22's specs excluded), the
 #                                         predictions committed, a second screen, then the training (then wait3)
 #   wait3 S    (none)                     as wait22, for start3's run
+#   catalog3   .whl                       v3's first piece (design v2, docs/design-v2.md): the SmolLM2 catalog on the
+#                                         wider grid, timed by bench/throughput.py (catalog_wall_s, issue 39) under
+#                                         CATALOG_MIN minutes, then selection v2 on it (examples/smollm2-22 excluded);
+#                                         no commitment: that is the next piece (then waitc3)
+#   waitc3 S   (none)                     waits up to S seconds for catalog3, then brings back the catalog, the
+#                                         selection (or its one-line refusal), the timing JSON and the logs
 #
 # Everything the command measured lands in $OUT; copy it into bench/results/ or examples/.
 set -uo pipefail
@@ -211,6 +217,36 @@ EOS
     (cd /root/v3 && tar -czf "$OUT/v3.tgz" --exclude=compile --exclude='proof/work/*/checkpoints' . 2>/dev/null)
     tar -czf "$OUT/logs.tgz" -C /root logs
     ls -la "$OUT"; tail -n 4 /root/logs/*.log ;;
+  catalog3)
+    install
+    [ -d /root/smollm2 ] || env $PINNED python3 /root/gguf-to-hf /root/smollm2.gguf /root/smollm2 || exit 1
+    mkdir -p /root/logs /root/repo /root/v3
+    tar --exclude=./.whl --exclude=./.device-model --exclude=./.device -cf - . | tar -xf - -C /root/repo
+    [ -d examples/smollm2-v3/catalog ] && cp -r examples/smollm2-v3/catalog /root/v3/  # an earlier piece: resumed
+    versions $PINNED; mps_on; monitor
+    cat > /root/catalog3.sh <<EOS
+cd /root/repo && export $PINNED_REPO HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
+[ "$MPS" = 1 ] && export CUDA_MPS_PIPE_DIRECTORY=$CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY=$CUDA_MPS_LOG_DIRECTORY
+date +%s >> /root/v3/started
+SHORTLIST_COMMIT=${SHORTLIST_COMMIT:-unknown} python3 bench/throughput.py --model /root/smollm2 --trainee smollm2 \\
+  --modes "" --catalog ${CATALOG_PER_GPU:-8} --catalog-walk grid --catalog-budget ${CATALOG_MIN:-12} \\
+  --catalog-out /root/v3/catalog --out /root/v3/bench --json /root/v3/throughput.catalog.json > /root/logs/catalog3.log 2>&1
+python3 -m proof.selection /root/v3/catalog/shortlist.json --json /root/v3/selection.json \\
+  --exclude examples/smollm2-22/families.txt > /root/v3/families.txt 2> /root/logs/selection.log
+echo "selection rc \$?" >> /root/logs/selection.log
+date +%s > /root/v3/finished
+EOS
+    setsid nohup bash /root/catalog3.sh > /root/logs/run3.log 2>&1 &
+    sleep 15; tail -n 3 /root/logs/*.log ;;
+  waitc3)
+    [ -f /root/v3/started ] || { echo "no run on this machine: it is a fresh one (the last went back); start again"; exit 3; }
+    end=$((SECONDS + ${2:-540}))
+    while [ ! -f /root/v3/finished ] && [ $SECONDS -lt $end ]; do sleep 5; done
+    [ -f /root/v3/finished ] && echo "catalog3 finished" || echo "catalog3 still running after ${SECONDS} s"
+    (cd /root/v3 && tar -czf "$OUT/catalog3.tgz" --exclude=compile catalog selection.json families.txt \
+       throughput.catalog.json started finished 2>/dev/null)
+    tar -czf "$OUT/logs.tgz" -C /root logs
+    ls -la "$OUT"; tail -n 6 /root/logs/catalog3.log /root/logs/selection.log; tail -n 3 /root/logs/gpu.log ;;
   share)
     # how jobs share the GPU: decode throughput of 1 and N processes, time-sliced and under MPS (no model, no wheels)
     export TORCHINDUCTOR_CACHE_DIR=/tmp/ind; mkdir -p "$OUT"

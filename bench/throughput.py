@@ -14,12 +14,15 @@ last one's end), the median GRPO step, the most GPU memory used and the mean uti
 every 2 s), and results_equal: every family's before and after scores, task by task, equal to those
 of the mode with one job per GPU (MPS and sharing change where kernels run, never what GRPO samples
 or trains on; a difference is reported with the families it touches). --catalog N also times
-`shortlist screen --all --levels --per-gpu N` (catalog_wall_s, and how many families it reached).
+`shortlist screen --all --grid --per-gpu N` (catalog_wall_s: the catalog's own wall_s, and how many
+families it screened, failed and did not reach), into --catalog-out (a folder of its own: a proof's catalog,
+then, is this measurement too) under --catalog-budget minutes; --modes "" times the catalog alone.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -110,22 +113,28 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", required=True)
     ap.add_argument("--trainee", default="smollm2")
-    ap.add_argument("--families", required=True, help="the families, as proof run takes them")
+    ap.add_argument("--families", default="", help="the families, as proof run takes them (needed with --modes)")
     ap.add_argument("--modes", default="1,2,4,8,8mps", help="jobs per GPU, N or Nmps, the first the reference")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--json", type=Path, required=True)
     ap.add_argument("--catalog", type=int, help="also time the catalog at this --per-gpu")
+    ap.add_argument("--catalog-walk", choices=("grid", "levels"), default="grid", help="--grid or --levels")
+    ap.add_argument("--catalog-out", type=Path, help="the catalog's folder (default: <out>/catalog-N)")
+    ap.add_argument("--catalog-budget", type=float, help="the catalog's --budget-min")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                     help="a protocol setting for every mode, as proof run takes it (a short check: steps=4)")
     a = ap.parse_args()
-    modes = a.modes.split(",")
+    modes = [m for m in a.modes.split(",") if m]
     for mode in modes:
         mode_flags(mode)
+    if modes and not a.families:
+        raise SystemExit("--families: needed to train at --modes (or --modes '' to time the catalog alone)")
     report = output.read_json(a.json) if a.json.exists() else {}
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip() or None
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip() or \
+        os.environ.get("SHORTLIST_COMMIT")  # a copy of the tree without .git (the GPU machine's) says it
     report |= {"command": " ".join(sys.argv), "commit": commit, "versions": provenance.versions(),
                "device": provenance.device(), "modes": report.get("modes", {})}
-    first = a.out / modes[0]
+    first = a.out / modes[0] if modes else None
     for mode in modes:
         folder = a.out / mode
         folder.mkdir(parents=True, exist_ok=True)
@@ -143,16 +152,20 @@ def main() -> int:
         output.write_json(a.json, report)
         print(mode, json.dumps(report["modes"][mode]), flush=True)
     if a.catalog:
-        folder = a.out / f"catalog-{a.catalog}"
-        cmd = [sys.executable, "-m", "shortlist", "screen", "--all", "--levels", "--model", a.model, "--trainee",
-               a.trainee, "--out", str(folder), "--per-gpu", str(a.catalog)]
+        folder = a.catalog_out or a.out / f"catalog-{a.catalog}"
+        cmd = [sys.executable, "-m", "shortlist", "screen", "--all", f"--{a.catalog_walk}", "--model", a.model,
+               "--trainee", a.trainee, "--out", str(folder), "--per-gpu", str(a.catalog),
+               *(["--budget-min", str(a.catalog_budget)] if a.catalog_budget else [])]
         rc, wall, gpu = run(cmd, a.out / "catalog.log")
-        reached = len({r.get("family") for r in output.read_json(folder / "shortlist.json")}) \
-            if (folder / "shortlist.json").exists() else 0
-        report |= {"catalog_wall_s": wall, "catalog": {"rc": rc, "per_gpu": a.catalog, "families": reached, **gpu}}
+        found = output.read_json(folder / "shortlist.json") if (folder / "shortlist.json").exists() else {}
+        rows = found.get("rows", [])
+        report |= {"catalog_wall_s": found.get("wall_s"), "catalog": {
+            "rc": rc, "command_wall_s": wall, "walk": a.catalog_walk, "per_gpu": a.catalog, "budget_min": a.catalog_budget,
+            "rows": len(rows), "families_screened": len({r["family"] for r in rows}),
+            "failures": len(found.get("failures", [])), "unreached": len(found.get("unreached", [])), **gpu}}
         output.write_json(a.json, report)
     report["families_per_hour"] = {m: r.get("families_per_hour") for m, r in report["modes"].items()}
-    report["results_equal"] = {m: r.get("results_equal", (r.get("families", 0) > 0) if m == modes[0] else None)
+    report["results_equal"] = {m: r.get("results_equal", (r.get("families", 0) > 0) if m == (modes[0] if modes else None) else None)
                                for m, r in report["modes"].items()}
     output.write_json(a.json, report)
     print(json.dumps({k: report[k] for k in ("families_per_hour", "results_equal")}))
