@@ -129,6 +129,7 @@ def main() -> int:
         mode_flags(mode)
     if modes and not a.families:
         raise SystemExit("--families: needed to train at --modes (or --modes '' to time the catalog alone)")
+    a.out.mkdir(parents=True, exist_ok=True)  # the catalog's log goes here even when no mode trains
     report = output.read_json(a.json) if a.json.exists() else {}
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip() or \
         os.environ.get("SHORTLIST_COMMIT")  # a copy of the tree without .git (the GPU machine's) says it
