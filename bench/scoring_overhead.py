@@ -29,7 +29,7 @@ from shortlist.scoring import Scorer
 
 STEP = 32  # answers a GRPO step scores: 4 prompts x 8 completions
 REPEATS = 20
-GAP_S = 1.0  # well under a GRPO step's generation (1.4 s on an H200 for SmolLM2-135M, README)
+GAP_S = 1.0  # well under a GRPO step's generation (1.4 s on an H200 for SmolLM2-135M, bench/results/README.md)
 # A batch of 32 answers that all misbehave (must stay bounded), through a scorer that evals them: hangs (each
 # cut at the deadline), a memory bomb, an exit, a fork bomb, deep nesting, a disk filler
 HOSTILE = ["9**9**9", "10**10**10", "[x for x in iter(int, 1)]", "' ' * 10**11", "__import__('os')._exit(3)",

@@ -5,7 +5,7 @@ examples:
     python -m proof run --out results/qwen3                  # the seed's protocol on Qwen3-0.6B
     python -m proof run --preset smoke --set steps=4 --set lr=1e-3 --families "chain_sum, leg_counting"
     python -m proof run --out results/qwen3 --per-gpu 4      # four families at once on each GPU
-    python -m proof run --out results/qwen3 --executor ray --address auto   # on a Ray cluster (README)
+    python -m proof run --out results/qwen3 --executor ray --address auto   # on a Ray cluster (docs/ray.md)
     python -m proof report --out examples/smollm2            # the report again, from the folder alone
     python -m proof run --source openenv --env-url http://127.0.0.1:8000 --families env   # an OpenEnv server
 

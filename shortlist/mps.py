@@ -2,7 +2,7 @@
 
 Without it, processes on one GPU take turns (time-slicing): each job's small fp32 kernels leave most
 of an H200 idle while the GPU reads "100 % busy". Under MPS their kernels run side by side. Measured
-(bench/results/sharing.h200.json, bench/share_probe.py): 8 decode jobs 202 steps/s time-sliced,
+(bench/results/sharing.h200.json, bench/archive/share_probe.py): 8 decode jobs 202 steps/s time-sliced,
 416 under MPS; 1 job alone 172. MPS changes where kernels run, never what they compute: every job's
 numbers are the same (the engine's self-check still compares each to generate()).
 

@@ -292,7 +292,7 @@ SMOLLM2 = register(Trainee(
     profile="smollm2", model="HuggingFaceTB/SmolLM2-135M-Instruct",
     system_prompt="Give the final answer on the last line as 'Answer: <answer>'.",
     enable_thinking=False, extraction="last_number"))
-SMOLLM2_MEASURED = (  # bench/smollm2_profile.py on the H200, 2026-12-01: bench/results/smollm2_profile.h200.txt
+SMOLLM2_MEASURED = (  # bench/archive/smollm2_profile.py on the H200, 2026-12-01: bench/results/smollm2_profile.h200.txt
     "six prompt x extraction candidates, 24 tasks x 8 samples on three easy families and 200 greedy easy "
     "products each: this prompt with the last number scored sampled pass@1 0.30 / 0.16 / 0.27 and greedy "
     "0.720; the longer 'Solve the problem. End your reply with ...' 0.17 / 0.12 / 0.26 and 0.640; no system "

@@ -1,4 +1,4 @@
-"""install.py, the install line of the README's Kaggle section: it must never replace the machine's torch.
+"""install.py, the install line of docs/kaggle.md and the Makefile: it must never replace the machine's torch.
 
 Each test makes a bare venv holding a stand-in torch (a dist-info only, no download of real torch)
 and runs `install.py --check` in it: pip's dry run against the package index with the pinned

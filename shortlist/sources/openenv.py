@@ -51,9 +51,9 @@ try:
 except importlib.metadata.PackageNotFoundError:  # the extra is not installed: get() still imports this module
     VERSION = "absent"
 REMOTE = True  # tasks and scores come from a server: scored in the caller, never in the sandbox
-OPTIONS = {"env_url": "the OpenEnv server's URL, for --source openenv (README: Your own environments)",
+OPTIONS = {"env_url": "the OpenEnv server's URL, for --source openenv (docs/sources.md)",
            "env_local": "FILE.py:APP or MODULE:APP: an OpenEnv app Shortlist serves itself on 127.0.0.1 for "
-                        "the run's length, for --source openenv (README: Your own environments)"}
+                        "the run's length, for --source openenv (docs/sources.md)"}
 HERE_ONLY = ("env_local",)  # served on this machine's 127.0.0.1: a Ray job elsewhere cannot reach it
 ENV = "env"
 ANSWER_MAX = 10_000  # characters sent as one answer; a longer one is refused here, scored 0, counted

@@ -1,12 +1,12 @@
-"""A finished family is verified again whenever it is used: every edit of bench/edits.py to a real (smoke) result is
-found, an honest result passes, a rerun moves a failing result aside and trains the family again, and the report
-marks it naming the file."""
+"""A finished family is verified again whenever it is used: every edit of tests/proof/edits.py to a real (smoke)
+result is found, an honest result passes, a rerun moves a failing result aside and trains the family again, and the
+report marks it naming the file."""
 import shutil
 from pathlib import Path
 
 import pytest
 
-from bench import edits
+from tests.proof import edits
 from proof import commit, files, records, report, runner, verify
 from shortlist import sources
 

@@ -1,7 +1,7 @@
 """Where a fast GRPO step's time goes: decode step alone (why CUDA graphs do or do not replay), and
 generation vs the rest of the step.
 
-    TORCH_LOGS=perf_hints,recompiles,graph_breaks python bench/decode_probe.py --model /root/smollm2
+    TORCH_LOGS=perf_hints,recompiles,graph_breaks python bench/archive/decode_probe.py --model /root/smollm2
 """
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/, for generation.py
 from generation import FAMILY, bench_trainee, grpo_seconds_per_step, sync  # noqa: E402
 from proof import train  # noqa: E402
 from shortlist.generation import engine  # noqa: E402

@@ -1,9 +1,9 @@
 """What compiling costs, cold and with the persistent cache filled, measured where a CPU can: the
 LoRA training pass compiled whole or by region, and the static-cache decode step.
 
-    python bench/compile_probe.py --only train_regional train_full --out bench/results   # ~35 min here
-    python bench/compile_probe.py --only train_regional train_full --layers 8 --calls 12 --runs cold
-    python bench/compile_probe.py --only decode decode_dynamic                             # ~25 min here
+    python bench/archive/compile_probe.py --only train_regional train_full --out bench/results   # ~35 min here
+    python bench/archive/compile_probe.py --only train_regional train_full --layers 8 --calls 12 --runs cold
+    python bench/archive/compile_probe.py --only decode decode_dynamic                             # ~25 min here
 
 Each measurement is a fresh process, as each family of the proof is: "cold" starts on an empty
 cache folder, "warm" on the folder the cold process filled (shortlist.compile_cache). The model is
@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # bench/archive/ -> the repository
 WIDTHS = (100, 120, 110, 130, 105, 115, 125)  # GRPO's micro-batches: the width changes from step to step
 ROWS = (8, 4, 8, 6)  # sampling's batches: evaluation's, GRPO's, ...
 VARIANTS = {"train_full": ("train", False, None), "train_full_dynamic": ("train", False, True),
@@ -116,8 +116,9 @@ def measure(what: str, layers: int, calls: int, runs: list[str]) -> dict:
 
 
 def table(results: dict, variants: list[str], layers: int) -> list[str]:
-    lines = [f"# {results.get('command', 'python bench/compile_probe.py')}: {results['device']['cpus']} CPUs, torch "
-             f"{results['versions']['torch']}, Qwen3 of {layers} layers at width {SHAPE['hidden_size']}, "
+    command = results.get("command", "python bench/archive/compile_probe.py")
+    lines = [f"# {command}: {results['device']['cpus']} CPUs, torch {results['versions']['torch']}, "
+             f"Qwen3 of {layers} layers at width {SHAPE['hidden_size']}, "
              f"{results['written_at']}",
              f"{'what':<24}{'run':<6}{'calls, s':<60}{'graphs':>7}{'fx hit/miss':>13}{'aot hit/miss':>14}"]
     for what in variants:

@@ -1,7 +1,7 @@
 """What an adversary's edits to a finished family do: each applied to a copy of a finished output folder, then
 the family checked as a rerun and the report check it (proof/verify.py); prints detected/tried.
 
-    python bench/edits.py --out results/smoke          # a finished run (python -m proof run --preset smoke)
+    python -m tests.proof.edits --out results/smoke    # a finished run (python -m proof run --preset smoke)
 
 Each edit keeps the file a valid record wherever it can: the summaries, the gain, its interval and p,
 improved and held are recomputed after the edit (resummarize), so only what verify.py recomputes from

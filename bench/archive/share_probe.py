@@ -2,7 +2,7 @@
 offline from its config), batch 32 x 128 new tokens with a static cache (generate() compiles it), in N
 processes at once; each reports its decode steps per second over the same timed window.
 
-    python3 bench/share_probe.py --jobs 8 [--seconds 30]      # run under MPS by starting its daemon first
+    python3 bench/archive/share_probe.py --jobs 8 [--seconds 30]      # run under MPS by starting its daemon first
 
 Decode is ~95% of a GRPO step at this size, so the aggregate rate N processes reach, against one alone, is
 what `--per-gpu N` can gain at most; with and without MPS it says whether time-slicing the GPU or the CPU

@@ -1,7 +1,7 @@
 """How SmolLM2-135M-Instruct should be asked: candidate prompts and extractions, measured.
 
-    python bench/smollm2_profile.py --model /root/smollm2 --write /root/smollm2.json   # on the GPU machine
-    python bench/smollm2_profile.py --model tiny --quick                               # a CPU run of it
+    python bench/archive/smollm2_profile.py --model /root/smollm2 --write /root/smollm2.json   # on the GPU machine
+    python bench/archive/smollm2_profile.py --model tiny --quick                               # a CPU run of it
 
 Each candidate is screened as GRPO samples (24 tasks x 8, the profile's sampling) on three easy
 numeric families, and evaluated greedily on 200 held-out easy products (the task the seed's own code
@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository
 from shortlist import sources  # noqa: E402
 from shortlist.generation import sampling
 from shortlist import screening

@@ -1,6 +1,6 @@
 """Profile one static decode step: the compiled forward alone, the token pick alone, and the kernels.
 
-    python bench/decode_profile.py --model /root/smollm2
+    python bench/archive/decode_profile.py --model /root/smollm2
 """
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/, for generation.py
 from generation import FAMILY, bench_trainee  # noqa: E402
 from shortlist import sources  # noqa: E402
 from shortlist.generation import sampling
