@@ -18,7 +18,7 @@
 #                                         second screen, the proof (after model-1 and model-2)
 #   wait22 S   (none)                     waits up to S seconds, then brings back what it wrote (refuses at
 #                                         once on a fresh machine: the last one went back between calls)
-#   share      (none)                     bench/share_probe.py: decode of 1 and 8 processes, time-sliced and
+#   share      (none)                     bench/archive/share_probe.py: decode of 1 and 8 processes, time-sliced and
 #                                         under MPS (bench/results/sharing.h200.json)
 #   MPS=1 before start22/resume22: the jobs share the GPU through CUDA's multi-process service
 #   resume22   .whl .device/old           the proof of examples/smollm2-22 again, from what it committed
@@ -110,7 +110,7 @@ case "${1:?step}" in
       --families "$FAMILIES" --set steps=40 --out /root/runs/smollm2 > /root/logs/proof.log 2>&1 &
     env $PINNED setsid nohup python3 -m shortlist screen --all --trainee smollm2 --model /root/smollm2 \
       --out /root/runs/catalog --budget-min "${CATALOG_MIN:-7}" > /root/logs/catalog.log 2>&1 &
-    env $PINNED setsid nohup python3 bench/smollm2_profile.py --model /root/smollm2 --write /root/smollm2.json \
+    env $PINNED setsid nohup python3 bench/archive/smollm2_profile.py --model /root/smollm2 --write /root/smollm2.json \
       --out /root/runs/smollm2_profile.json > /root/logs/profile.log 2>&1 &
     sleep 5; tail -n 3 /root/logs/*.log ;;
   wait)
@@ -185,7 +185,7 @@ EOS
     tar -czf "$OUT/logs.tgz" -C /root logs
     ls -la "$OUT"; tail -n 4 /root/logs/*.log ;;
   start3)
-    # the proof of the rule, v3 (README "The proof of the rule"): catalog -> selection -> predictions -> training
+    # the proof of the rule, v3 (docs/design-v2.md): catalog -> selection -> predictions -> training
     install
     [ -d /root/smollm2 ] || env $PINNED python3 /root/gguf-to-hf /root/smollm2.gguf /root/smollm2 || exit 1
     mkdir -p /root/logs /root/repo /root/v3
@@ -250,9 +250,9 @@ EOS
   share)
     # how jobs share the GPU: decode throughput of 1 and N processes, time-sliced and under MPS (no model, no wheels)
     export TORCHINDUCTOR_CACHE_DIR=/tmp/ind; mkdir -p "$OUT"
-    python3 bench/share_probe.py --jobs 1 --seconds 20 2>/dev/null | tee "$OUT/share.j1.json"
-    python3 bench/share_probe.py --jobs "${SHARE_JOBS:-8}" --seconds 20 2>/dev/null | tee "$OUT/share.j8.json"
-    MPS=1 mps_on && python3 bench/share_probe.py --jobs "${SHARE_JOBS:-8}" --seconds 20 2>/dev/null | tee "$OUT/share.j8.mps.json"
+    python3 bench/archive/share_probe.py --jobs 1 --seconds 20 2>/dev/null | tee "$OUT/share.j1.json"
+    python3 bench/archive/share_probe.py --jobs "${SHARE_JOBS:-8}" --seconds 20 2>/dev/null | tee "$OUT/share.j8.json"
+    MPS=1 mps_on && python3 bench/archive/share_probe.py --jobs "${SHARE_JOBS:-8}" --seconds 20 2>/dev/null | tee "$OUT/share.j8.mps.json"
     echo quit | nvidia-cuda-mps-control ;;
   *) echo "unknown step $1" >&2; exit 2 ;;
 esac
