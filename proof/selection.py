@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 from pathlib import Path
@@ -62,19 +63,41 @@ def judged_by_the_proof(spec: str, verdict: dict, settings) -> list[str]:
     return [few] if few else []
 
 
+def _judged(spec: str, row: dict, trainee: dict) -> list[str]:
+    """judged_by_the_proof in a process of its own (the default Settings, made there)."""
+    from proof.settings import Settings
+    return judged_by_the_proof(spec, row, Settings(trainee=trainee))
+
+
+def ahead(rows: list[dict], trainee: dict, jobs: int) -> dict:
+    """spec -> why the proof would not judge it, for every row, drawn in `jobs` processes at once (each draw
+    is CPU work: a census, the training, prediction and evaluation tasks)."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+    with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn")) as pool:
+        found = pool.map(_judged, [r["spec"] for r in rows], rows, [trainee] * len(rows))
+        return dict(zip((r["spec"] for r in rows), found))
+
+
 def select(catalog: dict, exclude: frozenset = frozenset(), side_min: int = SIDE_MIN, judged_min: int = JUDGED_MIN,
-           zero: int = ZERO, controls: int = CONTROLS, judge=None, refused: dict | None = None) -> list[dict]:
+           zero: int = ZERO, controls: int = CONTROLS, judge=None, refused: dict | None = None,
+           jobs: int = 1) -> list[dict]:
     """[{"spec", "group", "why"}] in training order, from a catalog's shortlist.json. `judge(spec, row)`
-    says why the proof would not judge a spec (default: judged_by_the_proof under the default Settings);
-    `refused`, where given, gets each candidate it turned down: spec -> why."""
+    says why the proof would not judge a spec (default: judged_by_the_proof under the default Settings,
+    every candidate drawn ahead in `jobs` processes where jobs > 1); `refused`, where given, gets each
+    candidate it turned down: spec -> why."""
     trainee = Trainee.from_dict(catalog["trainee"])
-    if judge is None:
-        from proof.settings import Settings
-        settings = Settings(trainee=trainee.as_dict())
-        judge = lambda spec, row: judged_by_the_proof(spec, row, settings)  # noqa: E731
     excluded = {sources.parse(e).key for e in exclude}
     out = (lambda spec: sources.parse(spec).key in excluded) if excluded else (lambda spec: False)  # noqa: E731
     rows = sorted({r["spec"]: r for r in catalog["rows"] if not out(r["spec"])}.values(), key=lambda r: r["spec"])
+    if judge is None and jobs > 1:  # the same answers as one at a time, sooner: the list does not change
+        drawn = ahead([r for r in rows if r["verdict"] in ("improves", "too hard", "no signal", "already solved")],
+                      trainee.as_dict(), jobs)
+        judge = lambda spec, row: drawn[spec]  # noqa: E731
+    elif judge is None:
+        from proof.settings import Settings
+        settings = Settings(trainee=trainee.as_dict())
+        judge = lambda spec, row: judged_by_the_proof(spec, row, settings)  # noqa: E731
     improves = sorted((r for r in rows if r["verdict"] == "improves"), key=lambda r: (-r["learnability"], r["spec"]))
     near = sorted((r for r in rows if r["verdict"] == "too hard" and 0 < r["pass1"] < trainee.pass_min),
                   key=lambda r: (-r["pass1"], r["spec"]))
@@ -133,13 +156,16 @@ def main(argv: list[str] | None = None) -> int:
                                       "never to choose: a proof's families already trained")
     ap.add_argument("--side-min", type=int, default=SIDE_MIN, help="judged specs on each side (default: %(default)s)")
     ap.add_argument("--judged-min", type=int, default=JUDGED_MIN, help="judged specs in all (default: %(default)s)")
+    ap.add_argument("--jobs", type=int, default=max(1, min(8, (os.cpu_count() or 2) // 2)),
+                    help="processes drawing the candidates' questions at once (default: %(default)s)")
     args = ap.parse_args(argv)
     try:
         body = json.loads(Path(args.catalog).read_text())
         exclude = frozenset(f.key for f in sources.parse_list(Path(args.exclude).read_text().strip())) \
             if args.exclude else frozenset()
         refused: dict[str, list] = {}
-        chosen = select(body, exclude=exclude, side_min=args.side_min, judged_min=args.judged_min, refused=refused)
+        chosen = select(body, exclude=exclude, side_min=args.side_min, judged_min=args.judged_min, refused=refused,
+                        jobs=args.jobs)
     except (OSError, ValueError, KeyError, sources.FamilyError) as e:
         print(f"error: {args.catalog}: {e}", file=sys.stderr)
         return 2

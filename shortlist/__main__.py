@@ -54,10 +54,11 @@ def _parser() -> argparse.ArgumentParser:
     sc.add_argument("--all", action="store_true", help="the catalog: every Reasoning Gym family, at its curriculum's "
                                                        "easiest level, ranked into <out>/shortlist.{json,csv,html}")
     sc.add_argument("--levels", action="store_true",
-                    help="walk each family's curriculum up from its easiest level until 'too hard'")
+                    help="walk each family's curriculum up from its easiest level until two levels in a row are "
+                         "below the band")
     sc.add_argument("--grid", action="store_true",
                     help="walk each family up its wider grid (from below the curriculum's level 0, with steps between "
-                         "levels) until below the band")
+                         "levels) until two in a row are below the band")
     sc.add_argument("--out", help="the catalog's output folder (default results/catalog); a rerun keeps what it holds")
     sc.add_argument("--budget-min", type=float, help="start no screen after this many minutes; the rest is listed")
     executors.add_arguments(sc)

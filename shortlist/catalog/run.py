@@ -5,11 +5,12 @@
     python -m shortlist screen --all --grid --budget-min 14 --out ...      # walk each family's wider grid
 
 Each family is screened at its curriculum's easiest level that builds (sources/levels.py); with
---levels the walk goes up level by level and stops at the first level below the band (pass@1 <
-pass_min: "too hard", or an audit verdict there), since every level above it is harder still. With
+--levels the walk goes up level by level and stops at the second level in a row below the band
+(pass@1 < pass_min: "too hard", or an audit verdict there), since every level above is harder still. With
 --grid the walk's levels are the wider grid's points (sources/grid.py: from below level 0, with
-steps between levels), and a point below level 0 that is below the band goes on at level 0. The result is a shortlist: the families with a level where the verdict
-is "improves", ranked by mean p(1-p), written under one output folder:
+steps between levels), and a point below level 0 that is below the band goes on at level 0. The
+result is a shortlist: the families with a level where the verdict is "improves", ranked by mean
+p(1-p), written under one output folder:
 
     <out>/shortlist.json, .csv, .html   every family x level screened, what failed and why, what the
                                         budget did not reach, and what made it (model, trainee, settings)

@@ -74,8 +74,9 @@ def to_html(catalog: Catalog) -> str:
     if catalog.unreached:
         parts.append(page.box("warning", f"{page.count(len(catalog.unreached), 'family was', 'families were')} not screened to the end: see the "
                                          f"last table."))
-    levels = ("up its wider grid (below and between its curriculum's levels) until below the band" if s.get("grid")
-              else "up its curriculum until below the band" if s["walk"] else "at its easiest level that builds")
+    stop = "until two in a row are below the band"
+    levels = (f"up its wider grid (below and between its curriculum's levels) {stop}" if s.get("grid")
+              else f"up its curriculum {stop}" if s["walk"] else "at its easiest level that builds")
     parts.append(f"<p>{html.escape(a['model']['name'])} as <b>{html.escape(t.profile)}</b>: {s['tasks']} tasks × "
                  f"{t.group} samples (seeds {s['first_seed']}..{s['first_seed'] + s['tasks'] - 1}) per family × level, "
                  f"each family {levels}. <b>{len(short)} of {s['families']} families</b> have a level where GRPO can "

@@ -30,6 +30,7 @@ from shortlist.catalog.records import LevelFailure, Plan, Row, Walk
 from shortlist.errors import one_line
 from shortlist.sources import levels as levels_
 
+BELOW = 2  # consecutive levels below the band a walk screens before it stops
 SLOW_TASK_S = 0.25  # a family whose tasks take longer each to build is screened after the others
 clock = time.time  # the budget's clock: wall time, shared by worker processes (tests replace it)
 
@@ -270,7 +271,7 @@ class _Walker:
         f.seconds += result.seconds
         f.note(b.level, f"{result.screen.verdict} (p(1-p) {result.screen.learnability:.3f})")
         self.save(f, rows=f.walk.rows + (result,))
-        self.go_on(f, self.after(result))
+        self.go_on(f, self.after(f, result))
 
     def save(self, f: _WalkInProgress, **changes) -> None:
         f.walk = dataclasses.replace(f.walk, **changes)
@@ -283,20 +284,25 @@ class _Walker:
         self.log(f"{self.p.label} [{self.counts['finished']}/{len(self.walks)}] {f.walk.family}: {f.progress()} -> "
                  + (f"improves at {', '.join(good)}" if good else "no level improves") + f" ({f.seconds:.0f} s)")
 
-    def after(self, row: Row) -> int | None:
-        """Where the walk goes from a screened level: nowhere without --levels or --grid, nor past one below
-        the band (pass@1 < pass_min: "too hard", or an audit verdict there: every level above is harder
-        still) or "unscorable" (the extraction that cannot read this level's answers cannot read the next
-        one's). A grid point below the curriculum's level 0 that is below the band goes on at level 0:
-        a config easier than the curriculum's own can be a degenerate one (products of one term)."""
-        name, source = row.family, self.p.source.name
+    def after(self, f: _WalkInProgress, row: Row) -> int | None:
+        """Where the walk goes from a screened level (the last of f's rows): nowhere without --levels or
+        --grid, nor past "unscorable" (the extraction that cannot read this level's answers cannot read the
+        next one's), nor past BELOW consecutive levels below the band (pass@1 < pass_min: "too hard", or an
+        audit verdict there): every level above is harder still, and the one past the first gives the
+        proof a second spec the rule says will not improve. A grid point below the curriculum's level 0
+        that is below the band goes on at level 0: a config easier than the curriculum's own can be a
+        degenerate one (products of one term), and it does not count towards BELOW."""
+        name, source, floor = row.family, self.p.source.name, self.p.trainee.pass_min
         if not self.p.walk or row.screen.verdict == "unscorable":
             return None
-        if row.screen.pass1 >= self.p.trainee.pass_min:
-            return levels_.following(name, row.level, source, self.p.grid)
-        if row.position is not None and row.position < 0:
+        if row.screen.pass1 < floor and row.position is not None and row.position < 0:
             return levels_.level_zero(name, source, self.p.grid)
-        return None
+        run = 0
+        for r in reversed(f.walk.rows):
+            if r.screen.pass1 >= floor or r.position is not None and r.position < 0:
+                break
+            run += 1
+        return levels_.following(name, row.level, source, self.p.grid) if run < BELOW else None
 
     def advance(self, f: _WalkInProgress, level: int | None) -> None:
         """From this level (None: a family's only one, without a curriculum), take kept rows as they
@@ -319,7 +325,7 @@ class _Walker:
                 kept = dataclasses.replace(kept, level=here.level, levels=here.levels, position=here.position)
                 f.note(level, f"{kept.screen.verdict} (kept)")
                 self.save(f, rows=f.walk.rows + (kept,))
-                level = self.after(kept)
+                level = self.after(f, kept)
             if level is None:
                 return self.finish(f)
 

@@ -85,3 +85,13 @@ def test_the_command_writes_the_list_and_its_counts_and_refuses_a_thin_catalog(t
     (tmp_path / "thin.json").write_text(json.dumps(catalog(wide()[:13])))
     assert selection.main([str(tmp_path / "thin.json")]) == 2
     assert "judged not" in capsys.readouterr().err
+
+
+def test_drawing_ahead_in_processes_chooses_what_drawing_one_at_a_time_chooses():
+    rows = [row("chain_sum", 0, "improves", 0.2) | {"spec": "chain_sum(max_digits=2, max_terms=3)"},
+            row("coin_flip", 0, "too hard", 0.01) | {"spec": "coin_flip(max_trials=2, min_trials=2)"}]
+    one, ahead = {}, {}
+    alone = selection.select(catalog(rows), side_min=0, judged_min=0, refused=one)
+    assert selection.select(catalog(rows), side_min=0, judged_min=0, refused=ahead, jobs=2) == alone
+    assert one == ahead and list(one) == ["coin_flip(max_trials=2, min_trials=2)"]  # too few questions to judge
+    assert [c["spec"] for c in alone] == ["chain_sum(max_digits=2, max_terms=3)"]

@@ -73,6 +73,8 @@ def test_bad_catalog_input_is_one_line_and_exit_2_before_any_model_loads(no_mode
     (tmp_path / "a_file").write_text("")
     for argv, fragment in ((["--levels", "--families", "chain_sum(max_terms=2)"], "give the name alone"),
                            (["--levels", "--families", "chan_sum"], "did you mean chain_sum"),
+                           (["--grid", "--families", "chain_sum(max_terms=2)"], "give the name alone"),
+                           (["--all", "--grid", "--families", "chain_sum"], "--all screens every family"),
                            (["--all", "--families", "chain_sum"], "--all screens every family"),
                            (["--all", "--budget-min", "0"], "--budget-min"),
                            (["--all", "--json", str(tmp_path / "s.json")], "writes <out>/shortlist.json"),
@@ -82,7 +84,7 @@ def test_bad_catalog_input_is_one_line_and_exit_2_before_any_model_loads(no_mode
                            (["--all", "--out", str(tmp_path / ("x" * 256))], "a folder name of 256 bytes"),
                            (["--all", "--tasks", "1000000000"], "--tasks 1000000000"),
                            (["--levels", "--families", "chain_sum", "--first-seed", str(2**40)], "--first-seed"),
-                           (["--out", str(tmp_path)], "go with --all or --levels")):
+                           (["--out", str(tmp_path)], "go with --all, --levels or --grid")):
         assert main(["screen", "--model", "tiny", *argv]) == 2, argv
         err = capsys.readouterr().err.strip()
         assert err.startswith("error: ") and fragment in err and "\n" not in err, err

@@ -72,12 +72,12 @@ def test_every_family_s_grid_points_validate_and_build():
 
 def test_the_grid_walk_goes_on_at_level_0_after_a_degenerate_point_below_it_and_stops_below_the_band(
         tmp_path, fake_screens):  # noqa: F811
-    screened = fake_screens({"products": {1: "improves", 2: "improves", 3: "too hard", 4: "improves"}})
+    screened = fake_screens({"products": {1: "improves", 2: "improves"}})  # else too hard
     lines = []
     found = catalog.run(plan(tmp_path, ["products"], grid=True), log=lines.append)
-    assert screened == [("products", 0), ("products", 1), ("products", 2), ("products", 3)]  # index 0: one term
+    assert screened == [("products", i) for i in range(5)]  # index 0: one term; 3 and 4 below the band
     assert lines[0].startswith("cpu [1/1] products: L-1 too hard") and "improves at L0, L0.5" in lines[0]
-    assert [r.position for r in found.rows] == [-1.0, 0.0, 0.5, 1.0]
+    assert [r.position for r in found.rows] == [-1.0, 0.0, 0.5, 1.0, 1.5]
     assert found.rows[1].spec == levels.at("products", 0).spec  # level 0 itself, as --levels screens it
     again = fake_screens({})
     assert catalog.run(plan(tmp_path, ["products"], grid=True)).rows == found.rows and again == []  # all kept
@@ -85,12 +85,13 @@ def test_the_grid_walk_goes_on_at_level_0_after_a_degenerate_point_below_it_and_
 
 def test_a_levels_catalog_resumed_on_the_grid_keeps_the_levels_it_screened_and_numbers_them_as_grid_points(
         tmp_path, fake_screens):  # noqa: F811
-    fake_screens({"count_bits": {0: "improves", 1: "too hard"}})
+    fake_screens({"count_bits": {0: "improves"}})
     first = catalog.run(plan(tmp_path, ["count_bits"]))
-    assert [r.level for r in first.rows] == [0, 1]
+    assert [r.level for r in first.rows] == [0, 1, 2]
     screened = fake_screens({"count_bits": {0: "improves", 1: "improves", 3: "improves", 4: "too hard"}})
     found = catalog.run(plan(tmp_path, ["count_bits"], grid=True))
     assert ("count_bits", 2) not in screened  # the grid's level 0 is --levels' level 0: kept
     kept = next(r for r in found.rows if r.spec == first.rows[0].spec)
     assert (kept.level, kept.levels, kept.position, kept.tasks_sha256) == (2, 10, 0.0, first.rows[0].tasks_sha256)
-    assert [r.level for r in found.rows] == [0, 1, 2, 3, 4] and found.rows[-1].screen.verdict == "too hard"
+    assert ("count_bits", 5) not in screened and found.rows[-1].spec == first.rows[1].spec  # level 1, kept
+    assert [r.level for r in found.rows] == [0, 1, 2, 3, 4, 5] and found.rows[-1].screen.verdict == "too hard"

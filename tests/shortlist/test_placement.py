@@ -89,7 +89,7 @@ def test_a_ray_address_where_nothing_answers_is_one_quiet_line_and_writes_nothin
 
 def test_placement_flags_go_with_the_catalog_only(capsys, no_model_loads):
     assert shortlist_main(["screen", "--model", "tiny", "--per-gpu", "2"]) == 2
-    assert "go with --all or --levels" in capsys.readouterr().err
+    assert "go with --all, --levels or --grid" in capsys.readouterr().err
 
 
 # --- the local executor -----------------------------------------------------------------------------

@@ -40,15 +40,16 @@ def plan(tmp_path, names, **settings):
                         | settings)
 
 
-def test_the_walk_goes_up_until_too_hard_and_stops_there(tmp_path, fake_screens):
-    screened = fake_screens({"chain_sum": {0: "already solved", 1: "improves", 2: "no signal", 3: "too hard",
-                                           4: "improves"}})
+def test_the_walk_goes_up_until_two_levels_in_a_row_are_too_hard_and_stops_there(tmp_path, fake_screens):
+    screened = fake_screens({"chain_sum": {0: "already solved", 1: "improves", 2: "too hard", 3: "no signal",
+                                           4: "too hard", 5: "too hard", 6: "improves"}})
     lines = []
     found = catalog.run(plan(tmp_path, ["chain_sum"]), log=lines.append)
-    assert screened == [("chain_sum", 0), ("chain_sum", 1), ("chain_sum", 2), ("chain_sum", 3)]  # not 4
-    assert [r.screen.verdict for r in found.rows] == ["already solved", "improves", "no signal", "too hard"]
+    assert screened == [("chain_sum", i) for i in range(6)]  # not 6: two below the band in a row, 4 and 5
+    assert [r.screen.verdict for r in found.rows] == ["already solved", "improves", "too hard", "no signal",
+                                                      "too hard", "too hard"]
     assert found.shortlist()[0]["levels"] == [1] and not found.unreached
-    assert len(lines) == 1 and "L3 too hard" in lines[0] and "improves at L1" in lines[0]  # one line per family
+    assert len(lines) == 1 and "L4-5 too hard" in lines[0] and "improves at L1" in lines[0]  # one line per family
 
 
 def test_without_levels_each_family_is_screened_at_its_easiest_level_that_builds(tmp_path, fake_screens):
@@ -86,7 +87,7 @@ def test_a_rerun_keeps_what_was_screened_under_the_same_model_trainee_tasks_and_
     verdicts = {"chain_sum": {0: "improves", 1: "too hard"}, "leg_counting": {0: "improves", 1: "improves"}}
     screened = fake_screens(verdicts)
     first = catalog.run(plan(tmp_path, ["chain_sum", "leg_counting"]))
-    assert len(screened) == 5  # chain_sum 0, 1; leg_counting 0, 1, 2
+    assert len(screened) == 7  # chain_sum 0, 1, 2; leg_counting 0, 1, 2, 3
     screened.clear()
     lines = []
     again = catalog.run(plan(tmp_path, ["chain_sum", "leg_counting"]), log=lines.append)
@@ -95,11 +96,11 @@ def test_a_rerun_keeps_what_was_screened_under_the_same_model_trainee_tasks_and_
     for changed in ({"tasks": 3}, {"first_seed": 600}, {"seed": 1}):  # other tasks, or samples drawn otherwise
         screened.clear()
         catalog.run(plan(tmp_path, ["chain_sum"], **changed))
-        assert screened == [("chain_sum", 0), ("chain_sum", 1)], changed
+        assert screened == [("chain_sum", 0), ("chain_sum", 1), ("chain_sum", 2)], changed
     screened.clear()
     other = TRAINEE.replace(max_new_tokens=9)  # any field of the trainee record
     catalog.run(catalog.plan(other, ["chain_sum"], walk=True, tasks=2, out=str(tmp_path / "cat"), builders=0))
-    assert screened == [("chain_sum", 0), ("chain_sum", 1)]
+    assert screened == [("chain_sum", 0), ("chain_sum", 1), ("chain_sum", 2)]
 
 
 def test_a_rerun_screens_again_under_another_model_revision(tmp_path, fake_screens, monkeypatch):
@@ -109,19 +110,20 @@ def test_a_rerun_screens_again_under_another_model_revision(tmp_path, fake_scree
     monkeypatch.setattr(catalog.model_config, "identity", lambda name: real(name) | {"revision": "retrained"})
     screened.clear()
     catalog.run(plan(tmp_path, ["chain_sum"]))
-    assert screened == [("chain_sum", 0)]
+    assert screened == [("chain_sum", 0), ("chain_sum", 1)]  # two below the band: the walk's stop
 
 
 def test_the_budget_stops_new_screens_and_reports_what_it_did_not_reach(tmp_path, fake_screens, monkeypatch):
     now = [1000.0]
     monkeypatch.setattr(walk, "clock", lambda: now[0])
-    screened = fake_screens({"chain_sum": {0: "improves", 1: "improves"}},
+    screened = fake_screens({"basic_arithmetic": {0: "improves"}, "chain_sum": {0: "improves", 1: "improves"}},
                             each=lambda b: now.__setitem__(0, now[0] + 40))  # every screen takes 40 s
     names = ["basic_arithmetic", "chain_sum", "leg_counting"]
     found = catalog.run(plan(tmp_path, names, budget_min=1))  # 0 s and 40 s start; 80 s does not
     assert len(screened) == 2
     assert screened == [("basic_arithmetic", 0), ("chain_sum", 0)]
-    assert {(u.family, u.level) for u in found.unreached} == {("chain_sum", 1), ("leg_counting", 0)}
+    assert {(u.family, u.level) for u in found.unreached} == {("basic_arithmetic", 1), ("chain_sum", 1),
+                                                              ("leg_counting", 0)}
     body = json.loads((tmp_path / "cat" / "shortlist.json").read_text())
     assert {u["family"] for u in body["unreached"]} == {u.family for u in found.unreached}
     assert all(u["why"] == "the budget ran out" for u in body["unreached"])
