@@ -159,8 +159,9 @@ def _catalog(p, where, started: float) -> int:
 
 
 def _families(args) -> int:
-    try:
-        print("\n".join(sources.creatable(args.source)))
+    try:  # a source that says what it offers (a server: its families, or its one environment) says it
+        offered = sources.source.get(args.source)
+        print(offered.offers() if hasattr(offered, "offers") else "\n".join(sources.creatable(args.source)))
     except OneLine as e:  # a server that cannot be reached
         print(f"error: {e}", file=sys.stderr)
         return 1
