@@ -10,7 +10,7 @@ from shortlist.__main__ import main as shortlist_main
 from shortlist.catalog.records import Plan
 from shortlist.scoring import Scorer
 from shortlist.sources import openenv, source
-from tests.conftest import OpenEnvServer, chosen, needs_openenv
+from tests.conftest import FIXTURE_SOURCES, OpenEnvServer, chosen, needs_openenv
 
 pytestmark = needs_openenv
 SPEC = "chain_sum(max_digits=1, max_terms=2)"
@@ -165,3 +165,40 @@ def test_a_servers_answers_go_to_it_once_each_and_no_warm_up_or_scoring_process_
         assert scorer.score(family, [3, 3], [gold, "7"]) == [1.0, 0.0]
         assert scorer._zygotes == {}  # scored here: no zygote, so no warm-up scoring of the gold answer
     assert [answer for _, _, answer in sent] == [gold, "7"]
+
+
+def test_a_local_server_killed_mid_catalog_fails_that_family_in_one_line_and_a_rerun_keeps_the_rest(tmp_path,
+                                                                                                     monkeypatch):
+    import os
+    import signal
+
+    from shortlist import output
+    from shortlist.executors import kill
+    app = os.path.join(FIXTURE_SOURCES, "rg_openenv.py") + ":app"
+    argv = ["screen", "--model", "tiny", "--trainee", "qwen3(max_new_tokens=4)", "--tasks", "2", "--levels",
+            "--source", "openenv", "--env-local", app, "--families", "leg_counting, chain_sum", "--out", str(tmp_path)]
+    scores, scored = openenv.scores, []
+
+    def killed_at_the_second(family, config, jobs):  # the server dies as the second family's answers go to it
+        scored.extend([family] if family not in scored else [])
+        if len(scored) == 2 and killing:
+            for pid in kill.descendants(os.getpid()):
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if b"shortlist.sources.local" in f.read():
+                        os.kill(pid, signal.SIGKILL)
+        return scores(family, config, jobs)
+    monkeypatch.setattr(openenv, "scores", killed_at_the_second)
+    killing = True  # noqa: F841  read by killed_at_the_second
+    assert shortlist_main(argv) == 0  # the catalog is written: one family screened, one failed, saying why
+    first, second = scored
+    walk = output.read_json(tmp_path / "families" / f"{second}.json")
+    assert walk["rows"] == [] and re.search(r"(cannot be reached|went away while scoring) .*run the same command "
+                                            r"again", walk["failures"][0]["reason"])
+    assert not re.search(r"\w+(Error|Message): ", walk["failures"][0]["reason"])  # in Shortlist's words
+    kept = output.read_json(tmp_path / "families" / f"{first}.json")["rows"]
+    killing, scored[:] = False, []
+    assert shortlist_main(argv) == 0  # a new server for the same app: the first family kept, the second screened
+    assert scored == [second]
+    assert output.read_json(tmp_path / "families" / f"{first}.json")["rows"] == kept
+    again = output.read_json(tmp_path / "families" / f"{second}.json")
+    assert len(again["rows"]) == 1 and again["failures"] == []
