@@ -127,6 +127,19 @@ def test_training_refuses_tasks_served_by_another_server_than_the_committed_one(
         commit.tasks_verified(body, key, built)
 
 
+def test_training_refuses_tasks_whose_answers_the_server_would_score_otherwise_than_committed(served):
+    from proof import commit
+    key = sources.parse(f"openenv.{SPEC}").key
+    built = {name: sources.parse(key).tasks(range(start, start + 3)) for name, start in
+             (("train", 0), ("predict", 10_000), ("eval", 100_000))}
+    body = {"tasks": {key: commit.fingerprints(built, key)}}
+    chosen(served.url, env_reward_range="0,2")  # the same server and tasks, its rewards scaled otherwise
+    assert sources.parse(key).tasks(range(3)) == built["train"]
+    with pytest.raises(commit.CommitError, match=r"come from .*reading \{'reward_range': \[0\.0, 2\.0\]\}.* "
+                                                 r"committed from"):
+        commit.tasks_verified(body, key, built)
+
+
 def test_the_catalog_walks_a_servers_families_and_keeps_rows_only_from_the_same_server(served, tmp_path, monkeypatch):
     from shortlist import output
     argv = ["screen", "--model", "tiny", "--trainee", "qwen3(max_new_tokens=4)", "--tasks", "2", "--levels",
