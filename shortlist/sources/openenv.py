@@ -147,7 +147,8 @@ def _get(path: str):
     except urllib.error.HTTPError as e:
         if e.code == 404:
             return None
-        raise _at(f"answered {path} with HTTP {e.code}") from None
+        failed = ": its environment failed there (openenv-core builds one to answer it): fix it" if e.code >= 500 else ""
+        raise _at(f"answered {path} with HTTP {e.code}{failed}") from None
     except (OSError, ValueError) as e:
         raise _at(f"cannot be reached ({wire.said(e)}); {_way_out()}") from None
 

@@ -195,3 +195,21 @@ def test_a_relative_import_outside_a_package_is_one_line_saying_what_to_change(t
     assert re.fullmatch(r"--env-local \S+: the server exited \(1\): its relative imports need its package: give "
                         r"FILE.py:APP of a file in folders holding __init__.py, or MODULE:APP from the folder above "
                         r"its package", str(e.value))
+
+
+FAILING = '''from openenv.core.env_server.http_server import create_app
+from openenv.core.env_server.types import Action, Observation
+def environment():  # as OpenEnv's finqa_env builds none without its data (download_data.sh)
+    raise FileNotFoundError("Benchmark file not found: /app/env/data/benchmark_questions/finqa.csv")
+app = create_app(environment, Action, Observation, env_name="failing")
+'''
+
+
+@needs_openenv
+def test_an_app_whose_environment_cannot_be_built_is_one_line_saying_to_fix_it(tmp_path, capsys):
+    from shortlist.__main__ import main as shortlist_main
+    (tmp_path / "failing.py").write_text(FAILING)
+    assert shortlist_main(["families", "--source", "openenv", "--env-local", f"{tmp_path / 'failing.py'}:app"]) == 1
+    assert re.fullmatch(r"error: the OpenEnv server at http://127\.0\.0\.1:\d+ answered /metadata with HTTP 500: its "
+                        r"environment failed there \(openenv-core builds one to answer it\): fix it\n",
+                        capsys.readouterr().err)
