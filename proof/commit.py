@@ -52,8 +52,9 @@ def family_tasks(settings: Settings, family, held: heldout.HeldOut | None = None
 
 TASK_SETS = ("train", "predict", "eval")
 # what of a source's identity must be the same at training time: which server served the tasks (a package's
-# version alone may change where the fingerprints do not)
-SERVED_BY = ("source", "url", "local", "env", "env_version")
+# version alone may change where the fingerprints do not), and how its answers were sent and its rewards
+# scaled (an OpenEnv Reading: another action field or reward range scores the same tasks otherwise)
+SERVED_BY = ("source", "url", "local", "env", "env_version", "reading")
 
 
 def fingerprints(built: dict, family=None) -> dict:

@@ -102,9 +102,9 @@ def _screen(args, choice) -> int:
         if args.json:
             _writable(Path(args.json))
         models.check_fits(models.model_config(who.model), who)
-    except (OneLine, ValueError) as e:  # a family, trainee, model, folder, catalog, level or placement
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    except (OneLine, ValueError) as e:  # a family, trainee, model, folder, catalog, level or placement; Ctrl-C
+        print(f"error: {e}", file=sys.stderr)  # while another process builds the model (output.WaitStopped: 130)
+        return e.exit_code if isinstance(e, OneLine) else 2
     if catalog_run:
         return _catalog(plan, where, started)
 
@@ -164,8 +164,9 @@ def _catalog(p, where, started: float) -> int:
 
 
 def _families(args) -> int:
-    try:
-        print("\n".join(sources.creatable(args.source)))
+    try:  # a source that says what it offers (a server: its families, or its one environment) says it
+        offered = sources.source.get(args.source)
+        print(offered.offers() if hasattr(offered, "offers") else "\n".join(sources.creatable(args.source)))
     except OneLine as e:  # a server that cannot be reached
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -11,6 +11,7 @@ import fcntl
 import json
 import os
 import shutil
+import sys
 import tempfile
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -201,18 +202,28 @@ def _sync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+class WaitStopped(OneLine, KeyboardInterrupt):
+    """Ctrl-C while another process builds a folder this one waits for; one line (the build goes on there)."""
+    exit_code = 130  # as a shell reports SIGINT
+
+
 def build_folder(dest, build, done: str = "model.safetensors") -> Path:
     """A folder built once (build(folder) fills it), into a temporary folder renamed into place. One
     process builds while the others wait on a lock beside it: processes starting together on a cold
-    cache (test workers, notebook kernels) would otherwise each spend the build's CPU."""
+    cache (test workers, notebook kernels) would otherwise each spend the build's CPU. The builder
+    writes its pid into the lock file, so that a waiter says once whom it waits for (a build takes minutes
+    on a loaded machine), and a waiter's Ctrl-C is one line (WaitStopped)."""
     dest = Path(dest)
     if (dest / done).exists():
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
-    with open(dest.parent / f"{dest.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with open(dest.parent / f"{dest.name}.lock", "a+") as lock:  # "a+": opening it truncates no builder's pid
+        _wait_for(lock, dest)
         if (dest / done).exists():  # built while this process waited
             return dest
+        lock.truncate(0)
+        lock.write(f"{os.getpid()}\n")
+        lock.flush()
         tmp = Path(tempfile.mkdtemp(prefix=dest.name + ".", dir=dest.parent))
         try:
             build(tmp)
@@ -223,3 +234,24 @@ def build_folder(dest, build, done: str = "model.safetensors") -> Path:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return dest
+
+
+def _wait_for(lock, dest: Path) -> None:
+    """Take the lock; where another process holds it, say so once (with its pid) and wait."""
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return
+    except BlockingIOError:
+        pass
+    lock.seek(0)
+    holder = lock.read().strip()
+    holder = f"process {holder}" if holder.isdigit() else "another process"
+    try:  # the line inside: a Ctrl-C that comes as soon as it is read is this one line too
+        print(f"waiting for {holder}, which is building {dest.name} in {dest.parent} (once for this machine; "
+              "this process goes on when it is done)", file=sys.stderr, flush=True)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+    except KeyboardInterrupt as e:
+        if type(e) is not KeyboardInterrupt:  # a run's own stop (executors.Stopped) is handled where it is raised
+            raise
+        raise WaitStopped(f"stopped while waiting for {holder} to build {dest}: that build goes on; run the same "
+                          "command again to use it") from None

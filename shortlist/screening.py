@@ -166,7 +166,16 @@ def progress(s: Screen) -> str:
     ceiling = "–" if s.ceiling is None else f"{s.ceiling:.2f}"
     flip_ = "" if s.flip is None else f", flip chance {s.flip:.2f}"
     return (f"{s.family}: pass@1 {s.pass1:.2f}, signal on correctness {s.signal_correct:.2f}, "
-            f"extracted {s.extracted:.2f}, ceiling {ceiling}, guess {s.guess:.2f}{flip_} -> {s.verdict}")
+            f"extracted {s.extracted:.2f}, ceiling {ceiling}, guess {s.guess:.2f}{flip_} -> {s.verdict}"
+            + clamped(s.scoring))
+
+
+def clamped(scoring: dict) -> str:
+    """What a screen's line adds where rewards fell outside the reward range (the scorer clamps and counts
+    them: a source's rewards are read in [0, 1], or scaled into it from a range its server declares)."""
+    n = scoring.get("clamped", 0)
+    return (f" ({n} of {scoring.get('answers', n)} rewards outside the reward range, clamped into [0, 1]: declare "
+            "the range the environment gives, README: Your own environments)") if n else ""
 
 
 # The screen's numbers, each spelled once: (field, label, format). The verdict table, the catalog's

@@ -59,9 +59,10 @@ needs_openenv = pytest.mark.skipif(not OPENENV and not os.environ.get("CI"),
 
 
 class OpenEnvServer:
-    """rg_openenv.py as a process of its own on 127.0.0.1, on a free port; stop() kills it."""
+    """A fixture server (rg_openenv.py, or another script of tests/fixtures/sources) as a process of its own on
+    127.0.0.1, on a free port; stop() kills it."""
 
-    def __init__(self, *flags: str):
+    def __init__(self, *flags: str, script: str = "rg_openenv.py"):
         import socket
         import subprocess
         import tempfile
@@ -74,7 +75,7 @@ class OpenEnvServer:
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         self.log = tempfile.TemporaryFile()
         self.process = subprocess.Popen(
-            [sys.executable, os.path.join(FIXTURE_SOURCES, "rg_openenv.py"), str(self.port), *flags],
+            [sys.executable, os.path.join(FIXTURE_SOURCES, script), str(self.port), *flags],
             env={**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": os.pathsep.join([root, os.environ["PYTHONPATH"]])},
             stdout=subprocess.DEVNULL, stderr=self.log)  # a file: a pipe nobody reads would fill and stall it
         for _ in range(600):  # its imports take seconds on a loaded machine
@@ -115,10 +116,11 @@ def served(openenv_server):
     chosen(None)
 
 
-def chosen(url: str | None):
-    """--source openenv --env-url url, configured in this process (None: Reasoning Gym, no server named)."""
+def chosen(url: str | None, **reading):
+    """--source openenv --env-url url and the options of its reading (env_action_field=...), configured in this
+    process (None: Reasoning Gym, no server named)."""
     from shortlist.sources import source
     if url is None:
         source.Choice("openenv").configure()  # forgets the server
         return source.Choice().configure()
-    return source.Choice("openenv", {"env_url": url}).configure()
+    return source.Choice("openenv", {"env_url": url, **reading}).configure()

@@ -101,7 +101,7 @@ class Family:
         try:  # the family's own checks catch impossible values before any model loads
             src.validate(self.name, self.config)
         except Exception as e:  # noqa: BLE001  whatever a source raises, the user reads one line
-            raise FamilyError(f"{self.key}: {one_line(e)}") from None
+            raise FamilyError(f"{self.key}: {one_line(e, 600)}") from None  # a server's line names it and what to change
         if self.config and not source_.remote(self.source) and self.config not in _own_configs(self.source, self.name):
             why = _build_within_budget(self.source, self.name, self.config)
             if why:

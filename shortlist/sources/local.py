@@ -1,5 +1,8 @@
 """An environment server Shortlist starts and stops itself: `--env-local FILE.py:APP` or `MODULE:APP`.
 
+A file inside a package (folders holding __init__.py, as OpenEnv's envs/<name>/server/app.py) is
+imported as that package's module (dipg_safety_env.server.app, from the folder above the package),
+so that its relative imports (`from ..models import ...`) work; a lone file as a script's module.
 The app (an ASGI app, such as openenv-core's create_app builds) is served by uvicorn in a child
 process on 127.0.0.1 at a free port, waited for until it answers HTTP (at most START_S; one that
 exits or never answers is one line with the tail of its stderr), and used as if --env-url named it.
@@ -11,7 +14,9 @@ run's process is killed outright: the child dies with its parent (process.die_wi
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
+import importlib.metadata
 import importlib.util
 import os
 import socket
@@ -19,10 +24,11 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 import urllib.error
 import urllib.request
 
-from shortlist.errors import OneLine
+from shortlist.errors import OneLine, one_line
 
 START_S = 120.0  # seconds a server may take to answer: its imports take seconds on a loaded machine
 HOST = "127.0.0.1"
@@ -78,24 +84,60 @@ def _wait(server: subprocess.Popen, url: str, app: str, log) -> None:
 
 
 def _tail(log) -> str:
+    """The child's last lines of stderr; its own one-line reason alone where it gave one (main())."""
     log.seek(0)
     lines = [line for line in log.read().decode(errors="replace").splitlines() if line.strip()]
+    if lines and lines[-1].startswith(SAID):
+        return lines[-1][len(SAID):]
     return " | ".join(lines[-3:])[-400:] or "no output"
 
 
+SAID = "shortlist: "  # the child's last line of stderr when it says why it cannot serve
+
+
+def package_module(path: str) -> tuple[str, str | None]:
+    """(the folder to import from, the module's dotted name) of a file inside a package, the package's
+    module; (its own folder, None) for a file in no package."""
+    folder, name = os.path.split(os.path.abspath(path))
+    parts = [name[:-3]]
+    while os.path.isfile(os.path.join(folder, "__init__.py")) and os.path.basename(folder).isidentifier():
+        folder, package = os.path.split(folder)
+        parts.insert(0, package)
+    return (folder, ".".join(parts)) if len(parts) > 1 and parts[-1].isidentifier() else (folder, None)
+
+
 def load(app: str):
-    """The app a FILE.py:APP or MODULE:APP names (a file's folder is put first on the path, as for a script)."""
+    """The app a FILE.py:APP or MODULE:APP names: a file inside a package imported as the package's
+    module, a lone file with its folder first on the path (as for a script), a module from the working directory."""
     where, _, name = app.rpartition(":")
     if where.endswith(".py"):
-        sys.path.insert(0, os.path.dirname(os.path.abspath(where)))
-        spec = importlib.util.spec_from_file_location("__env_local__", where)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
+        folder, dotted = package_module(where)
+        sys.path.insert(0, folder)
+        if dotted is None:
+            spec = importlib.util.spec_from_file_location("__env_local__", where)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = module
+            spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(dotted)
     else:
         sys.path.insert(0, os.getcwd())
         module = importlib.import_module(where)
     return getattr(module, name)
+
+
+def shipped_by(app: str) -> str | None:
+    """The installed distribution (name==version) whose package holds the app's module, if one does: a
+    stock environment's own version, where its /metadata reports only openenv-core's default."""
+    where = app.rpartition(":")[0]
+    top = (package_module(where)[1] or "") if where.endswith(".py") else where
+    found = _distributions().get(top.split(".")[0], [])
+    return f"{found[0]}=={importlib.metadata.version(found[0])}" if len(found) == 1 else None
+
+
+@functools.lru_cache(maxsize=1)
+def _distributions() -> dict:
+    return importlib.metadata.packages_distributions()
 
 
 def main(argv: list[str]) -> None:
@@ -104,9 +146,16 @@ def main(argv: list[str]) -> None:
     if not process.die_with_parent(int(parent)):
         sys.exit(0)  # the run is gone already
     import uvicorn
-    served = load(app)
+    try:
+        served = load(app)
+    except Exception as e:  # noqa: BLE001  the traceback for the log; the last line, ours, for the refusal
+        traceback.print_exc()
+        if "relative import" in str(e):  # OpenEnv's layout (from ..models import ...), outside its package
+            sys.exit(f"{SAID}its relative imports need its package: give FILE.py:APP of a file in folders holding "
+                     "__init__.py, or MODULE:APP from the folder above its package")
+        sys.exit(f"{SAID}importing it raised {one_line(e)}: fix it, then run the same command again")
     if not callable(served):  # uvicorn would start, then fail every request with HTTP 500
-        sys.exit(f"{app} is a {type(served).__name__}, not an ASGI app (such as openenv-core's create_app returns)")
+        sys.exit(f"{SAID}it is a {type(served).__name__}, not an ASGI app (such as openenv-core's create_app returns)")
     uvicorn.run(served, host=HOST, port=int(port), log_level="warning")
 
 

@@ -35,6 +35,8 @@ What a source module defines (every function deterministic in its arguments):
     entries(family, config, seeds) -> list[dict]     optional: entry() for many seeds at once (one server session)
     served() -> str                                  optional: which server it reads now (parsed families are
                                                      kept per server)
+    offers() -> str                                  optional: what `python -m shortlist families` prints for it
+                                                     (a server: its families, or the one environment it offers)
     SYSTEM_PROMPT: str, EXTRACTION: str              optional: how its families are asked for an answer and how one
                                                      is read, where the trainee leaves that to the source (its
                                                      default): an extraction's name (extraction.py: answer_line,

@@ -10,7 +10,7 @@ from shortlist.__main__ import main as shortlist_main
 from shortlist.catalog.records import Plan
 from shortlist.scoring import Scorer
 from shortlist.sources import openenv, source
-from tests.conftest import OpenEnvServer, chosen, needs_openenv
+from tests.conftest import FIXTURE_SOURCES, OpenEnvServer, chosen, needs_openenv
 
 pytestmark = needs_openenv
 SPEC = "chain_sum(max_digits=1, max_terms=2)"
@@ -55,8 +55,10 @@ def test_a_server_that_changes_its_question_for_a_seed_is_refused_saying_why_and
     try:
         chosen(server.url)
         with pytest.raises(sources.FamilyError, match=r"served another task for the same seed.*several answers "
-                                                      r"against one question.*deterministic in the seed"):
+                                                      r"against one question.*deterministic in the seed.*"
+                                                      r"env\(dataset_name='leg_counting', size=1\)") as e:
             sources.parse(f"openenv.{SPEC}")
+        assert "Error:" not in str(e.value) and "\n" not in str(e.value)  # Shortlist's words: no raw ValueError
     finally:
         chosen(None)
         server.stop()
@@ -125,6 +127,19 @@ def test_training_refuses_tasks_served_by_another_server_than_the_committed_one(
         commit.tasks_verified(body, key, built)
 
 
+def test_training_refuses_tasks_whose_answers_the_server_would_score_otherwise_than_committed(served):
+    from proof import commit
+    key = sources.parse(f"openenv.{SPEC}").key
+    built = {name: sources.parse(key).tasks(range(start, start + 3)) for name, start in
+             (("train", 0), ("predict", 10_000), ("eval", 100_000))}
+    body = {"tasks": {key: commit.fingerprints(built, key)}}
+    chosen(served.url, env_reward_range="0,2")  # the same server and tasks, its rewards scaled otherwise
+    assert sources.parse(key).tasks(range(3)) == built["train"]
+    with pytest.raises(commit.CommitError, match=r"come from .*reading \{'reward_range': \[0\.0, 2\.0\]\}.* "
+                                                 r"committed from"):
+        commit.tasks_verified(body, key, built)
+
+
 def test_the_catalog_walks_a_servers_families_and_keeps_rows_only_from_the_same_server(served, tmp_path, monkeypatch):
     from shortlist import output
     argv = ["screen", "--model", "tiny", "--trainee", "qwen3(max_new_tokens=4)", "--tasks", "2", "--levels",
@@ -163,3 +178,40 @@ def test_a_servers_answers_go_to_it_once_each_and_no_warm_up_or_scoring_process_
         assert scorer.score(family, [3, 3], [gold, "7"]) == [1.0, 0.0]
         assert scorer._zygotes == {}  # scored here: no zygote, so no warm-up scoring of the gold answer
     assert [answer for _, _, answer in sent] == [gold, "7"]
+
+
+def test_a_local_server_killed_mid_catalog_fails_that_family_in_one_line_and_a_rerun_keeps_the_rest(tmp_path,
+                                                                                                     monkeypatch):
+    import os
+    import signal
+
+    from shortlist import output
+    from shortlist.executors import kill
+    app = os.path.join(FIXTURE_SOURCES, "rg_openenv.py") + ":app"
+    argv = ["screen", "--model", "tiny", "--trainee", "qwen3(max_new_tokens=4)", "--tasks", "2", "--levels",
+            "--source", "openenv", "--env-local", app, "--families", "leg_counting, chain_sum", "--out", str(tmp_path)]
+    scores, scored = openenv.scores, []
+
+    def killed_at_the_second(family, config, jobs):  # the server dies as the second family's answers go to it
+        scored.extend([family] if family not in scored else [])
+        if len(scored) == 2 and killing:
+            for pid in kill.descendants(os.getpid()):
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if b"shortlist.sources.local" in f.read():
+                        os.kill(pid, signal.SIGKILL)
+        return scores(family, config, jobs)
+    monkeypatch.setattr(openenv, "scores", killed_at_the_second)
+    killing = True  # noqa: F841  read by killed_at_the_second
+    assert shortlist_main(argv) == 0  # the catalog is written: one family screened, one failed, saying why
+    first, second = scored
+    walk = output.read_json(tmp_path / "families" / f"{second}.json")
+    assert walk["rows"] == [] and re.search(r"(cannot be reached|went away while scoring) .*run the same command "
+                                            r"again", walk["failures"][0]["reason"])
+    assert not re.search(r"\w+(Error|Message): ", walk["failures"][0]["reason"])  # in Shortlist's words
+    kept = output.read_json(tmp_path / "families" / f"{first}.json")["rows"]
+    killing, scored[:] = False, []
+    assert shortlist_main(argv) == 0  # a new server for the same app: the first family kept, the second screened
+    assert scored == [second]
+    assert output.read_json(tmp_path / "families" / f"{first}.json")["rows"] == kept
+    again = output.read_json(tmp_path / "families" / f"{second}.json")
+    assert len(again["rows"]) == 1 and again["failures"] == []

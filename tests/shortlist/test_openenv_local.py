@@ -3,6 +3,7 @@ local environment Shortlist serves itself (--env-local, sources/local.py), again
 server rg_openenv.py started on 127.0.0.1."""
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from tests.processes import alive
 
 SPEC = "chain_sum(max_digits=1, max_terms=2)"
 APP = os.path.join(FIXTURE_SOURCES, "rg_openenv.py") + ":app"
+PKG_APP = os.path.join(FIXTURE_SOURCES, "pkg_env", "server", "app.py") + ":app"  # OpenEnv's layout
 
 
 def servers(parent: int) -> list[int]:
@@ -169,3 +171,45 @@ def test_a_source_modules_options_are_flags_of_both_command_lines(tmp_path, monk
     finally:
         source._loaded.pop("optioned", None)
         source.Choice().configure()
+
+
+@needs_openenv
+def test_a_file_inside_a_package_is_imported_as_its_packages_module_so_its_relative_imports_work(scorer):
+    assert local.package_module(PKG_APP[:-4]) == (FIXTURE_SOURCES, "pkg_env.server.app")
+    try:
+        with source.Choice("openenv", {"env_local": PKG_APP}).serving():  # server/app.py: from ..models import
+            family = sources.parse("openenv.env")
+            assert family.tasks([12, 34]) == [{"seed": 12, "question": "What is 1 + 2?", "answer": "3"},
+                                              {"seed": 34, "question": "What is 3 + 4?", "answer": "7"}]
+            assert scorer.score(family, [12, 12, 34], ["3", "4", "7"]) == [1.0, 0.0, 1.0]
+    finally:
+        chosen(None)
+
+
+@needs_openenv  # the child imports uvicorn (openenv-core's) before the app
+def test_a_relative_import_outside_a_package_is_one_line_saying_what_to_change(tmp_path):
+    (tmp_path / "app.py").write_text("from .models import Answer\n")  # OpenEnv's layout, without its __init__.py
+    with pytest.raises(local.LocalError) as e:
+        with local.served(f"{tmp_path / 'app.py'}:app"):
+            pass
+    assert re.fullmatch(r"--env-local \S+: the server exited \(1\): its relative imports need its package: give "
+                        r"FILE.py:APP of a file in folders holding __init__.py, or MODULE:APP from the folder above "
+                        r"its package", str(e.value))
+
+
+FAILING = '''from openenv.core.env_server.http_server import create_app
+from openenv.core.env_server.types import Action, Observation
+def environment():  # as OpenEnv's finqa_env builds none without its data (download_data.sh)
+    raise FileNotFoundError("Benchmark file not found: /app/env/data/benchmark_questions/finqa.csv")
+app = create_app(environment, Action, Observation, env_name="failing")
+'''
+
+
+@needs_openenv
+def test_an_app_whose_environment_cannot_be_built_is_one_line_saying_to_fix_it(tmp_path, capsys):
+    from shortlist.__main__ import main as shortlist_main
+    (tmp_path / "failing.py").write_text(FAILING)
+    assert shortlist_main(["families", "--source", "openenv", "--env-local", f"{tmp_path / 'failing.py'}:app"]) == 1
+    assert re.fullmatch(r"error: the OpenEnv server at http://127\.0\.0\.1:\d+ answered /metadata with HTTP 500: its "
+                        r"environment failed there \(openenv-core builds one to answer it\): fix it\n",
+                        capsys.readouterr().err)

@@ -64,3 +64,39 @@ def test_processes_starting_together_on_a_cold_cache_build_it_once(tmp_path):
     folders = {p.communicate(timeout=120)[0].strip() for p in processes}
     assert log.read_text().splitlines() == ["built"]
     assert folders == {str(tmp_path / "cache" / tiny.path().name)}
+
+
+BUILD_SLOWLY = """
+import sys, time
+from shortlist.models import tiny
+def build(folder):  # a build that holds the lock until the test is done with it
+    print("building", flush=True)
+    time.sleep(600)
+tiny.build = build
+tiny.ensure()
+"""
+
+
+def test_a_screen_waiting_on_another_processs_build_says_so_once_with_its_pid_and_ctrl_c_is_one_line(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "SHORTLIST_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(root)}
+    builder = subprocess.Popen([sys.executable, "-c", BUILD_SLOWLY], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert builder.stdout.readline().strip() == "building"
+        screen = subprocess.Popen([sys.executable, "-m", "shortlist", "screen", "--model", "tiny", "--families",
+                                   "chain_sum", "--tasks", "1"], env=env, stderr=subprocess.PIPE, text=True)
+        first = screen.stderr.readline()
+        assert first.startswith(f"waiting for process {builder.pid}, which is building {tiny.path().name} in ")
+        screen.send_signal(signal.SIGINT)  # Ctrl-C
+        rest = screen.stderr.read()
+        assert screen.wait(timeout=60) == 130, rest
+        lines = rest.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"error: stopped while waiting for process {builder.pid}")
+        assert "that build goes on; run the same command again" in lines[0]
+    finally:
+        builder.kill()
+        builder.wait()
