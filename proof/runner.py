@@ -242,7 +242,7 @@ def run(settings: Settings, notebooks: Notebooks | None = None, log=print,
     where = where or executors.Placement()
     if _needs_model(settings):
         _check_model(settings, where.remote)  # one line now, read-only, if it cannot be had
-    with output.removed_if_refused(settings.out, (executors.LOCK, executors.HOLDER)):  # a refusal leaves no folder
+    with output.removed_if_refused(settings.out, (executors.LOCK, executors.HOLDER), executors.LOCK):  # a refusal leaves no folder
         files.check_writable(settings.out)
         executor = where.start(log, peaks=lambda: _peaks(settings))
         try:
