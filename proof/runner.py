@@ -149,8 +149,9 @@ def papermill(notebook: str, dest: str, parameters: str, out: str | None = None)
     """One notebook through papermill's own API, in a process of its own (`python -m proof.runner`), with
     `out` (where this job runs) as the notebook's output folder. The kernel talks over IPC, not TCP
     (ipykernel warns that TCP is unencrypted), and runs in the repository's notebooks/, as Run All by hand
-    does. Its sockets live in a private temporary folder: left to jupyter_client's default (a relative
-    "kernel-ipc"), they land in the kernel's working folder, where a killed kernel leaves them behind. The
+    does. Its sockets and its connection file live in a private temporary folder, which the next run sweeps
+    after a kill -9: left to jupyter_client's defaults, the sockets (a relative "kernel-ipc") land in the
+    kernel's working folder and the connection file is a /tmp/tmp*.json, both left behind by a kill. The
     kernel starts through shortlist.executors' launcher: it dies with this process and takes its share
     of the GPU. What the kernel prints (a line per logged training step, a family's evaluations, "resumed
     at step N") is this process's own output too, so the batch's console shows it as it comes, not only
@@ -166,7 +167,8 @@ def papermill(notebook: str, dest: str, parameters: str, out: str | None = None)
         pm.execute_notebook(notebook, dest, parameters=values, kernel_name="python3", log_output=False,
                             stdout_file=sys.stdout, stderr_file=sys.stderr, progress_bar=False, cwd=str(NOTEBOOKS if NOTEBOOKS.is_dir() else Path(notebook).parent),
                             kernel_manager_class=_kernel_manager(),
-                            config=Config({"KernelManager": {"transport": "ipc", "ip": f"{sockets}/kernel"}}))
+                            config=Config({"KernelManager": {"transport": "ipc", "ip": f"{sockets}/kernel",
+                                                              "connection_file": f"{sockets}/kernel.json"}}))
     finally:
         shutil.rmtree(sockets, ignore_errors=True)
 
