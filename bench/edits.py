@@ -187,7 +187,22 @@ def _swap_and_hide(out, key: str) -> None:
     before.unlink()
 
 
-FOLDER_EDITS = {"before and after swapped, before.json removed": _swap_and_hide}  # name -> edit of (out, key)
+def _older(schema: int):
+    """Marked as a result of an older schema (checked without its before.json there), its before.json removed."""
+    def edit(out, key: str) -> None:
+        path = files.result(out, sources.parse(key).slug)
+        record = json.loads(path.read_text())
+        record["schema"] = schema
+        files.write_json(path, record)
+        before = files.work(out, sources.parse(key).slug) / "before.json"
+        if not before.exists():
+            raise Skip("no before.json to remove")
+        before.unlink()
+    return edit
+
+
+FOLDER_EDITS = {"before and after swapped, before.json removed": _swap_and_hide,  # name -> edit of (out, key)
+                "marked schema 3, before.json removed": _older(3), "marked schema 2, before.json removed": _older(2)}
 ALL = (*EDITS, *FOLDER_EDITS)
 
 

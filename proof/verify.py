@@ -8,8 +8,8 @@ A result file holds everything needed to check it without a model, and the commi
 - its settings, trainee, prediction and predictions hash the committed ones, its evaluation before training the
   one work/<slug>/before.json kept (so before and after cannot be swapped), its scorer counts and engine
   records possible for the answers it holds.
-A result of this version without its before.json is refused; an older run's (published without work/) is checked
-without it, so there a swap of before and after, or an edit of the engine record before training, goes unseen.
+A result whose commitment is of this version's schema (the commitment's, never the result's own) without its
+before.json is refused; an older run's (published without work/) is checked without it, so there a swap of before and after, or an edit of the engine record before training, goes unseen.
 Nor can any check see an edit that changes nothing it recomputes (a completion's text outside its answer), or a
 result and its before.json forged together. A result that fails is rejected (reject(): moved aside with the
 reasons, so a rerun trains it again).
@@ -24,6 +24,9 @@ from proof import commit, evidence, files, records, stats
 from proof.records import Evaluation, FamilyResult
 from shortlist import sources
 
+# what a result must hold from the schema its predictions were committed under on (older runs were published
+# without it): the commitment says which, never the result
+SINCE = {"before": 4}
 RETRIES = 2  # a score that differs is asked again: a loaded machine can time an honest answer out
 REJECTED = ".rejected"  # families/<slug>.json.rejected, with its reasons in <slug>.json.rejected.why
 
@@ -76,7 +79,7 @@ def family(out, body: dict, sha: str, result: FamilyResult, scorer) -> Verdict:
     """Every check of one result against the commitment; re-scoring (the costly part) only when the rest holds."""
     path = str(files.result(Path(out).resolve(), result.slug))
     reasons = [*committed(body, sha, result), *statistics(body, result), *seeds(body, result),
-               *before_file(out, sha, result), *counts(body, result), *engines(result)]
+               *before_file(out, body, sha, result), *counts(body, result), *engines(result)]
     if not reasons:
         reasons += rescored(body, result, scorer)
     return Verdict(path, tuple(reasons))
@@ -87,6 +90,9 @@ def committed(body: dict, sha: str, result: FamilyResult) -> list[str]:
     why = []
     if result.predictions_sha256 != sha:
         why.append("made against other predictions")
+    if result.schema != body.get("schema"):  # what it must hold is the commitment's to say, never its own
+        why.append(f"it says schema {result.schema}, but its predictions were committed under schema "
+                   f"{body.get('schema')}")
     if result.family not in body["families"] or result.slug != sources.parse(result.family).slug:
         why.append(f"family {result.family!r} is not a committed one")
         return why
@@ -138,7 +144,7 @@ def seeds(body: dict, result: FamilyResult) -> list[str]:
     return why
 
 
-def before_file(out, sha: str, result: FamilyResult) -> list[str]:
+def before_file(out, body: dict, sha: str, result: FamilyResult) -> list[str]:
     """The evaluation before training is the one the run kept in work/<slug>/before.json. This version keeps one
     beside every result, so a result of it without one is refused (before and after could not be told apart);
     an older run's results, published without work/, are checked without it."""
@@ -150,7 +156,7 @@ def before_file(out, sha: str, result: FamilyResult) -> list[str]:
         return [f"{path} is unreadable ({type(e).__name__})"]
     if kept is None:
         return [f"no {path} made against these predictions: its evaluation before training cannot be checked"] \
-            if result.schema >= records.SCHEMA else []
+            if body.get("schema", 0) >= SINCE["before"] else []
     why = []
     if kept != result.before:
         why.append(f"its evaluation before training is not the one in {path}"

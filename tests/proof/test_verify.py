@@ -39,6 +39,19 @@ def test_every_edit_to_a_finished_result_is_detected(smoke_run, scorer, tmp_path
         pytest.skip(f"{name}: neither smoke family offers anything to edit")
 
 
+@pytest.mark.parametrize("schema", [2, 3])
+def test_the_schema_a_result_must_meet_is_its_commitments_not_its_own(synthetic, schema):
+    """A result marked as an older schema, its before.json deleted, was read as an old result (checked without
+    its before.json); the commitment says which schema its results are."""
+    s = synthetic({"chain_sum": {"before": [0.0, 1.0] * 6, "after": [1.0] * 12}})
+    body, sha = commit.committed(s.out)
+    assert verify.family(s.out, body, sha, records.read(files.result(s.out, "chain_sum"), sha), None).ok
+    edits.apply(s.out, "chain_sum", f"marked schema {schema}, before.json removed")
+    reasons = verify.family(s.out, body, sha, records.read(files.result(s.out, "chain_sum"), sha), None).reasons
+    assert f"it says schema {schema}, but its predictions were committed under schema {commit.SCHEMA}" in reasons
+    assert any("before.json made against these predictions" in why for why in reasons)
+
+
 def test_the_reasons_name_the_file_and_what_differs(smoke_run, scorer, tmp_path):
     s, _, _ = smoke_run
     key = s.families[0]
