@@ -128,16 +128,22 @@ def _sourced(args, chosen: source_.Choice) -> dict:
 
 
 def _report(out: str) -> int:
+    """Exit status 1 where a family is corrupt: the report is written and says why, and so does this."""
     from proof import runner
     try:
         with executors.stop_on_signals():
             print(f"report: {runner.report_again(out)}")
+            bad = runner.corrupt(out)
     except executors.Stopped as e:
         print(f"stopped by {e}: the report was not written; the same command builds it", file=sys.stderr)
         return e.code
     except (OneLine, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return e.exit_code if isinstance(e, OneLine) else 1
+    if bad:
+        print(f"error: {len(bad)} {'family is' if len(bad) == 1 else 'families are'} corrupt (the report says so): "
+              + "; ".join(f"{k} ({why})" for k, why in bad.items()), file=sys.stderr)
+        return 1
     return 0
 
 

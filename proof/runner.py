@@ -73,6 +73,22 @@ def report_again(out) -> Path:
         return build_report(settings, sha)
 
 
+def corrupt(out) -> dict:
+    """The families the last report found corrupt (family key -> why), as its executed 03 recorded them
+    (report.marks, in the metadata of what it shows first); {} where it holds no such record."""
+    from proof.report.load import MARK
+    try:
+        nb = nbformat.read(files.notebooks(out) / REPORT, as_version=4)
+    except (OSError, ValueError):
+        return {}
+    for cell in nb.cells:
+        for shown in cell.get("outputs", []):
+            for meta in shown.get("metadata", {}).values():  # IPython keys a display's metadata by its type
+                if isinstance(meta, dict) and isinstance(meta.get(MARK), dict):
+                    return dict(meta[MARK].get("corrupt", {}))
+    return {}
+
+
 def publish(settings: Settings, enabled: bool = True) -> Path | None:
     """03's last cell: Run All by hand ends in the report.html the batch would have written."""
     if not enabled:  # the batch's own headless run of 03: build_report renders it afterwards

@@ -77,3 +77,12 @@ def status(report: Report, key: str) -> str:
     if isinstance(result, FamilyResult):
         return "done"
     return f"failed: {result.reason}" if isinstance(result, NotebookFailure) else f"corrupt result: {result.reason}"
+
+
+MARK = "shortlist"  # where the top of the executed 03 records what it found, for the command that built it
+
+
+def marks(report: Report) -> dict:
+    """What this report found, as metadata of what it shows first (prose.top): every corrupt family, with why.
+    The executed notebook keeps it, so `python -m proof report` can say so in its exit status (runner.corrupt)."""
+    return {MARK: {"corrupt": {k: r.reason for k, r in report.results.items() if isinstance(r, Corrupt)}}}

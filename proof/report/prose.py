@@ -10,7 +10,7 @@ from __future__ import annotations
 from proof import rules
 from proof.evidence import MIN_UNSEEN
 from proof.records import Corrupt, FamilyResult
-from proof.report.load import Report, status
+from proof.report.load import Report, marks, status
 from proof.report.numbers import interval, p_text, rate
 from shortlist import page
 
@@ -236,7 +236,7 @@ def top(report: Report):
     parts += [page.box("warning", w) for w in warnings(report)]
     lines = "".join(f"<li>{page.markup(family_line(report, k))}</li>" for k in report.body["families"])
     return HTML("".join(parts) + f'<p class="shortlist-headline">{page.markup(headline(report))}</p>'
-                f'<ul class="shortlist-families">{lines}</ul>')
+                f'<ul class="shortlist-families">{lines}</ul>', metadata=marks(report))
 
 
 def rules_text(report: Report) -> str:
