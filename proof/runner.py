@@ -58,16 +58,10 @@ def build_report(settings: Settings, sha: str, notebook: Path = Notebooks.report
 
 def report_again(out) -> Path:
     """report.html rebuilt from an output folder alone, under the settings and trainee it committed (an
-    older run's too: what it did not record is measured, without a model)."""
-    from proof import settings as settings_
-    if (bad := output.path_error(str(out), "--out")) is not None:
-        raise settings_.SettingsError(bad)
-    out = str(Path(out).resolve())
-    body, sha = commit.committed(out, commit.READABLE)
-    known = set(settings_.names())
-    committed_as = {"reserve": False} | {k: v for k, v in body["settings"].items() if k in known}  # before reserve: False
-    settings = settings_.make(**committed_as, families=body["families"], trainee=body["trainee"], out=out,
-                              source=body.get("source"))  # the run's sources as recorded (None: this process's)
+    older run's too: what it did not record is measured, without a model; a run of this version's answers
+    are drawn again from its model and adapters)."""
+    settings, sha = committed_settings(out, commit.READABLE)
+    out = settings.out
     output.check_writable(out)  # a read-only folder: one line before anything, the lock included
     with executors.one_run(out):  # not beside a run that is writing the same folder
         return build_report(settings, sha)
@@ -87,6 +81,20 @@ def corrupt(out) -> dict:
                 if isinstance(meta, dict) and isinstance(meta.get(MARK), dict):
                     return dict(meta[MARK].get("corrupt", {}))
     return {}
+
+
+def committed_settings(out, readable: tuple = (commit.SCHEMA,)) -> tuple[Settings, str]:
+    """The settings and trainee an output folder committed (an older run's too, where readable says so), with
+    out as the folder, and the predictions' digest."""
+    from proof import settings as settings_
+    if (bad := output.path_error(str(out), "--out")) is not None:
+        raise settings_.SettingsError(bad)
+    out = str(Path(out).resolve())
+    body, sha = commit.committed(out, readable)
+    known = set(settings_.names())
+    committed_as = {"reserve": False} | {k: v for k, v in body["settings"].items() if k in known}  # before reserve: False
+    return settings_.make(**committed_as, families=body["families"], trainee=body["trainee"], out=out,
+                          source=body.get("source")), sha  # the run's sources as recorded (None: this process's)
 
 
 def publish(settings: Settings, enabled: bool = True) -> Path | None:
@@ -238,9 +246,11 @@ def stamp(dest: Path, sha: str | None, settings: Settings) -> None:
 def pending(settings: Settings, sha: str, log=print) -> list[str]:
     """Families without a finished result for these predictions that verifies (proof/verify.py: one that
     fails is moved aside, said in one line, and runs again; failed ones are tried again too)."""
+    from proof import regenerate
     body, _ = commit.committed(settings.out)
-    with verify.scorer_for(body) as scorer:
-        return [key for key in settings.families if verify.done(settings.out, body, sha, key, scorer, log) is None]
+    with verify.scorer_for(body) as scorer, regenerate.Regenerator() as model:
+        return [key for key in settings.families
+                if verify.done(settings.out, body, sha, key, scorer, log, model) is None]
 
 
 @dataclass
