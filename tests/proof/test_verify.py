@@ -35,7 +35,7 @@ def test_the_smoke_runs_results_verify(smoke_run, scorer, regenerator):
 @pytest.mark.parametrize("name", edits.ALL)
 def test_every_edit_to_a_finished_result_is_detected(smoke_run, scorer, regenerator, tmp_path, name, reseal):
     if reseal and name in edits.SEALED_ONLY:
-        pytest.skip(f"{name}: only the seal sees it")
+        pytest.skip(f"{name}: only the seal sees it (test_a_family_trained_again_finds_what_only_the_seal_sees)")
     s, _, _ = smoke_run
     tried = 0
     for i, key in enumerate(s.families):
@@ -134,6 +134,23 @@ def test_the_forgery_is_found_by_the_report_and_the_rerun_which_trains_the_famil
     assert isinstance(again, records.FamilyResult) and (again.before, again.after, again.gain, again.baselines) == \
         (done.before, done.after, done.gain, done.baselines)
     assert runner.corrupt(copy.out) == {}
+
+
+def test_a_family_trained_again_finds_what_only_the_seal_sees(smoke_run, tmp_path, capsys):
+    """`python -m proof verify --reproduce`: the tiny model's training on a CPU is deterministic, so a family
+    trained again from the commitment repeats every recorded number but the two edited and sealed again."""
+    s, _, _ = smoke_run
+    key = s.families[0]
+    shutil.copytree(s.out, tmp_path / "run", ignore=shutil.ignore_patterns("checkpoints", "notebooks"))
+    out = str(tmp_path / "run")
+    for name in ("reward curve edited", "scoring timeouts one more, within range"):
+        edits.apply(out, key, name, reseal=True)
+    assert main(["verify", "--out", out]) == 0  # sealed again: no other check sees either
+    capsys.readouterr()
+    assert main(["verify", "--out", out, "--reproduce", key]) == 1
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert [line.split(":")[1].strip() for line in lines] == ["reward_curve", "scoring"], lines
+    assert not (files.work(out, sources.parse(key).slug) / "reproduce").exists()
 
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "smollm2"  # a real run (H200), held out by seed only
