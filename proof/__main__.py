@@ -7,6 +7,7 @@ examples:
     python -m proof run --out results/qwen3 --per-gpu 4      # four families at once on each GPU
     python -m proof run --out results/qwen3 --executor ray --address auto   # on a Ray cluster (docs/ray.md)
     python -m proof report --out examples/smollm2            # the report again, from the folder alone
+    python -m proof verify --out results/smoke               # every family checked again, answers drawn again
     python -m proof run --source openenv --env-url http://127.0.0.1:8000 --families env   # an OpenEnv server
 
 from a shortlist to a proof:
@@ -33,7 +34,15 @@ RUN = """The whole proof, resumable, ending in <out>/report.html: 01_predict onc
 SHA-256 before any training), 02_train_family per family (GRPO + LoRA, then the held-out evaluation), 03_report.
 The settings are proof/settings.py's; a preset sets some of them, --set any of them, the flags below the rest."""
 REPORT = """Rebuild <out>/report.html from an output folder alone: its predictions.json, families/*.json and the settings
-and trainee it committed. No model, no GPU, no training; not while a run is writing the same folder."""
+and trainee it committed. No GPU, no training (the model loads only to draw a run's answers again from its adapters:
+python -m proof verify); not while a run is writing the same folder. Exit status 1 where a family is corrupt."""
+
+
+VERIFY = """Check every finished family of an output folder as a rerun and the report do (proof/verify.py): its numbers
+recomputed, its answers scored again, its files against their seal, and its greedy answers drawn again from the
+committed model and the family's final adapter. Nothing is moved aside. With --reproduce FAMILY, that family is
+trained again from the commitment (a scratch folder under --out, removed after) and every recorded number compared.
+Exit status 1 where a check fails (or a number differs), 0 otherwise."""
 
 
 def _settings_help() -> str:
@@ -67,9 +76,17 @@ def _parser() -> argparse.ArgumentParser:
                           "the values it takes")
     flags.add_arguments(run)  # --source (names in --families, or the preset's, without a prefix are its) and its options
     executors.add_arguments(run)
-    again = sub.add_parser("report", help="rebuild <out>/report.html from an output folder: no model, no GPU",
+    again = sub.add_parser("report", help="rebuild <out>/report.html from an output folder: no training, no GPU",
                            description=REPORT, formatter_class=argparse.RawDescriptionHelpFormatter)
     again.add_argument("--out", required=True, help="a run's output folder (its predictions.json and results)")
+    check = sub.add_parser("verify", help="check every finished family again: its answers drawn again from its adapter",
+                           description=VERIFY, formatter_class=argparse.RawDescriptionHelpFormatter)
+    check.add_argument("--out", required=True, help="a run's output folder (its predictions.json and results)")
+    check.add_argument("--sample", type=int, default=None, metavar="N",
+                       help="answers drawn again per evaluation (0: all; default: all on the tiny model, else "
+                            "a random 16)")
+    check.add_argument("--reproduce", metavar="FAMILY",
+                       help="train this family again from the commitment and compare every recorded number")
     return ap
 
 
@@ -79,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "report":
         return _report(args.out)
+    if args.command == "verify":
+        return _verify(args)
     try:  # the run's sources: a local server is served while the run runs, and stopped after
         chosen = flags.choice(args)
         with chosen.serving(remote=hasattr(args, "executor") and executors.from_args(args).remote) as chosen:
@@ -127,17 +146,52 @@ def _sourced(args, chosen: source_.Choice) -> dict:
     return {"source": chosen, "families": [f.key for f in sources.parse_list(given, chosen.name)]}
 
 
+def _verify(args) -> int:
+    """One line per family: verified (and which checks could not run), or why not; 1 where one fails."""
+    from proof import reproduce, verify
+    if args.sample is not None and args.sample < 0:
+        print(f"error: --sample {args.sample}: give a number of answers, or 0 for all of them", file=sys.stderr)
+        return 2
+    try:
+        with executors.stop_on_signals():
+            if args.reproduce:
+                found = reproduce.reproduce(args.out, args.reproduce)
+                print("\n".join(f"{args.reproduce}: {line}" for line in found) if found else
+                      f"{args.reproduce}: reproduced, every recorded number the same")
+                return 1 if found else 0
+            checked = verify.folder(args.out, args.sample)
+    except executors.Stopped as e:
+        return e.code
+    except (OneLine, RuntimeError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return e.exit_code if isinstance(e, OneLine) else 1
+    for key, verdict in checked.items():
+        if isinstance(verdict, str):
+            print(f"{key}: {verdict}")
+        else:
+            print(f"{key}: " + ("verified" if verdict.ok else f"FAILED {verdict.line(args.out)}")
+                  + "".join(f"; could not run: {c}" for c in verdict.unchecked))
+    return 1 if any(isinstance(v, str) and v.startswith("corrupt") or not isinstance(v, str) and not v.ok
+                    for v in checked.values()) else 0
+
+
 def _report(out: str) -> int:
+    """Exit status 1 where a family is corrupt: the report is written and says why, and so does this."""
     from proof import runner
     try:
         with executors.stop_on_signals():
             print(f"report: {runner.report_again(out)}")
+            bad = runner.corrupt(out)
     except executors.Stopped as e:
         print(f"stopped by {e}: the report was not written; the same command builds it", file=sys.stderr)
         return e.code
     except (OneLine, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return e.exit_code if isinstance(e, OneLine) else 1
+    if bad:
+        print(f"error: {len(bad)} {'family is' if len(bad) == 1 else 'families are'} corrupt (the report says so): "
+              + "; ".join(f"{k} ({why})" for k, why in bad.items()), file=sys.stderr)
+        return 1
     return 0
 
 

@@ -21,10 +21,12 @@ from shortlist.sources import source as source_
 from shortlist.errors import OneLine
 from shortlist.trainee import AUDIT_VERDICTS, Trainee
 
-SCHEMA = 4
+SCHEMA = 5
 # what a report can read: schema 2 has no held-out record or audit, schema 3 chose unseen questions after the
-# training draw (evidence.py re-analyses both as they were committed); training reads this version's only
-READABLE = (2, 3, 4)
+# training draw (evidence.py re-analyses both as they were committed), schema 4 kept no adapter and sealed
+# nothing (proof/verify.py says which checks cannot run); training reads this version's only
+READABLE = (2, 3, 4, 5)
+POLICIES = 4  # the first schema whose screens hold this version's audit and policies (evidence.py)
 
 
 class CommitError(OneLine, RuntimeError):

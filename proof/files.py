@@ -2,7 +2,8 @@
 
     <out>/predictions.json, predictions.sha256     committed before any training
     <out>/families/<slug>.json                     one result per family (or why it failed)
-    <out>/work/<slug>/                             what a rerun resumes from: evaluation, checkpoints
+    <out>/work/<slug>/                             what a rerun resumes from: evaluation, checkpoints; the
+                                                   final adapter and the seal of the family's files (seal.py)
     <out>/work/compile/                            torch.compile's caches, shared by every family
     <out>/notebooks/*.ipynb                        the executed notebooks
     <out>/report.html                              the rendered report
@@ -40,6 +41,11 @@ def result(out, slug: str) -> Path:
 
 def work(out, slug: str) -> Path:
     return Path(out) / "work" / slug
+
+
+def adapter(out, slug: str) -> Path:
+    """The family's final LoRA adapter (proof/adapter.py)."""
+    return work(out, slug) / "adapter"
 
 
 def compile_cache(out) -> Path:

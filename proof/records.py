@@ -15,10 +15,11 @@ from pathlib import Path
 
 from shortlist.errors import one_line
 
-SCHEMA = 4
+SCHEMA = 5
 # a report reads older results too: schema 2 has no baselines, schema 3 no policies that read the question
-# (evidence.py measures them); a rerun trains a family whose result is older than this version again
-READABLE = (2, 3, 4)
+# (evidence.py measures them), schema 4 no adapter or seal beside it (proof/verify.py); a result's schema is
+# its commitment's, and a rerun trains a family whose result is older than this version again
+READABLE = (2, 3, 4, 5)
 
 
 class RecordError(ValueError):
@@ -200,10 +201,15 @@ class Corrupt:
     status: str = "corrupt"
 
 
+def encoded(record: FamilyResult | NotebookFailure) -> bytes:
+    """The bytes write() writes: what is written reads back as itself."""
+    type(record).from_dict(json.loads(json.dumps(record.as_dict())))
+    return (json.dumps(record.as_dict(), indent=1, allow_nan=False) + "\n").encode()
+
+
 def write(path: Path, record: FamilyResult | NotebookFailure) -> None:
     from proof import files
-    type(record).from_dict(json.loads(json.dumps(record.as_dict())))  # what is written reads back as itself
-    files.write_json(path, record.as_dict())
+    files.write_bytes(path, encoded(record))
 
 
 def read(path: Path, sha: str | None = None) -> FamilyResult | NotebookFailure | Corrupt | None:

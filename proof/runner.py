@@ -58,19 +58,43 @@ def build_report(settings: Settings, sha: str, notebook: Path = Notebooks.report
 
 def report_again(out) -> Path:
     """report.html rebuilt from an output folder alone, under the settings and trainee it committed (an
-    older run's too: what it did not record is measured, without a model)."""
+    older run's too: what it did not record is measured, without a model; a run of this version's answers
+    are drawn again from its model and adapters)."""
+    settings, sha = committed_settings(out, commit.READABLE)
+    out = settings.out
+    output.check_writable(out)  # a read-only folder: one line before anything, the lock included
+    with executors.one_run(out):  # not beside a run that is writing the same folder
+        return build_report(settings, sha)
+
+
+def corrupt(out) -> dict:
+    """The families the last report found corrupt (family key -> why), as its executed 03 recorded them
+    (report.marks, in the metadata of what it shows first); {} where it holds no such record."""
+    from proof.report.load import MARK
+    try:
+        nb = nbformat.read(files.notebooks(out) / REPORT, as_version=4)
+    except (OSError, ValueError):
+        return {}
+    for cell in nb.cells:
+        for shown in cell.get("outputs", []):
+            for meta in shown.get("metadata", {}).values():  # IPython keys a display's metadata by its type
+                if isinstance(meta, dict) and isinstance(meta.get(MARK), dict):
+                    return dict(meta[MARK].get("corrupt", {}))
+    return {}
+
+
+def committed_settings(out, readable: tuple = (commit.SCHEMA,)) -> tuple[Settings, str]:
+    """The settings and trainee an output folder committed (an older run's too, where readable says so), with
+    out as the folder, and the predictions' digest."""
     from proof import settings as settings_
     if (bad := output.path_error(str(out), "--out")) is not None:
         raise settings_.SettingsError(bad)
     out = str(Path(out).resolve())
-    body, sha = commit.committed(out, commit.READABLE)
+    body, sha = commit.committed(out, readable)
     known = set(settings_.names())
     committed_as = {"reserve": False} | {k: v for k, v in body["settings"].items() if k in known}  # before reserve: False
-    settings = settings_.make(**committed_as, families=body["families"], trainee=body["trainee"], out=out,
-                              source=body.get("source"))  # the run's sources as recorded (None: this process's)
-    output.check_writable(out)  # a read-only folder: one line before anything, the lock included
-    with executors.one_run(out):  # not beside a run that is writing the same folder
-        return build_report(settings, sha)
+    return settings_.make(**committed_as, families=body["families"], trainee=body["trainee"], out=out,
+                          source=body.get("source")), sha  # the run's sources as recorded (None: this process's)
 
 
 def publish(settings: Settings, enabled: bool = True) -> Path | None:
@@ -149,8 +173,9 @@ def papermill(notebook: str, dest: str, parameters: str, out: str | None = None)
     """One notebook through papermill's own API, in a process of its own (`python -m proof.runner`), with
     `out` (where this job runs) as the notebook's output folder. The kernel talks over IPC, not TCP
     (ipykernel warns that TCP is unencrypted), and runs in the repository's notebooks/, as Run All by hand
-    does. Its sockets live in a private temporary folder: left to jupyter_client's default (a relative
-    "kernel-ipc"), they land in the kernel's working folder, where a killed kernel leaves them behind. The
+    does. Its sockets and its connection file live in a private temporary folder, which the next run sweeps
+    after a kill -9: left to jupyter_client's defaults, the sockets (a relative "kernel-ipc") land in the
+    kernel's working folder and the connection file is a /tmp/tmp*.json, both left behind by a kill. The
     kernel starts through shortlist.executors' launcher: it dies with this process and takes its share
     of the GPU. What the kernel prints (a line per logged training step, a family's evaluations, "resumed
     at step N") is this process's own output too, so the batch's console shows it as it comes, not only
@@ -166,7 +191,8 @@ def papermill(notebook: str, dest: str, parameters: str, out: str | None = None)
         pm.execute_notebook(notebook, dest, parameters=values, kernel_name="python3", log_output=False,
                             stdout_file=sys.stdout, stderr_file=sys.stderr, progress_bar=False, cwd=str(NOTEBOOKS if NOTEBOOKS.is_dir() else Path(notebook).parent),
                             kernel_manager_class=_kernel_manager(),
-                            config=Config({"KernelManager": {"transport": "ipc", "ip": f"{sockets}/kernel"}}))
+                            config=Config({"KernelManager": {"transport": "ipc", "ip": f"{sockets}/kernel",
+                                                              "connection_file": f"{sockets}/kernel.json"}}))
     finally:
         shutil.rmtree(sockets, ignore_errors=True)
 
@@ -220,9 +246,11 @@ def stamp(dest: Path, sha: str | None, settings: Settings) -> None:
 def pending(settings: Settings, sha: str, log=print) -> list[str]:
     """Families without a finished result for these predictions that verifies (proof/verify.py: one that
     fails is moved aside, said in one line, and runs again; failed ones are tried again too)."""
+    from proof import regenerate
     body, _ = commit.committed(settings.out)
-    with verify.scorer_for(body) as scorer:
-        return [key for key in settings.families if verify.done(settings.out, body, sha, key, scorer, log) is None]
+    with verify.scorer_for(body) as scorer, regenerate.Regenerator() as model:
+        return [key for key in settings.families
+                if verify.done(settings.out, body, sha, key, scorer, log, model) is None]
 
 
 @dataclass
@@ -242,7 +270,7 @@ def run(settings: Settings, notebooks: Notebooks | None = None, log=print,
     where = where or executors.Placement()
     if _needs_model(settings):
         _check_model(settings, where.remote)  # one line now, read-only, if it cannot be had
-    with output.removed_if_refused(settings.out, (executors.LOCK, executors.HOLDER)):  # a refusal leaves no folder
+    with output.removed_if_refused(settings.out, (executors.LOCK, executors.HOLDER), executors.LOCK):  # a refusal leaves no folder
         files.check_writable(settings.out)
         executor = where.start(log, peaks=lambda: _peaks(settings))
         try:

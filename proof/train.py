@@ -22,7 +22,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from proof import checkpoint, commit, evaluate, fast_grpo, files, records, stats, trl_internals, verify
+from proof import (adapter, checkpoint, commit, evaluate, fast_grpo, files, records, seal, stats, trl_internals,
+                   verify)
 from proof.records import Evaluation, FamilyResult
 from proof.settings import Settings
 from shortlist import audit, executors, output, provenance, scoring, sources
@@ -38,8 +39,9 @@ CURVE_KEYS = {"reward": "reward", "reward_std": "reward_std", "frac_reward_zero_
 
 @contextmanager
 def renamed_alias():
-    """TRL still reads and sets gradient_checkpointing, an alias transformers 5 renamed: the value
-    (False) is what matters, so its FutureWarning is silenced where TRL touches it, and only there."""
+    """TRL still reads and sets gradient_checkpointing, an alias transformers 5 renamed (and PEFT reads
+    is_gradient_checkpointing as it loads an adapter): the value (False) is what matters, so its FutureWarning
+    is silenced where TRL and PEFT touch it, and only there."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r".*gradient_checkpointing.*deprecated", category=FutureWarning)
         yield
@@ -156,8 +158,9 @@ def run_trainer(trainer, resume: Path | None, folder: Path) -> None:
 
 
 def train(loaded: sampling.Loaded, settings: Settings, family: Family, rows: list[dict],
-          scorer: scoring.Scorer, checkpoints: str, books: Bookkeeping, log=print):
-    """GRPO + LoRA from the last checkpoint, if any; returns the trained model and the log history."""
+          scorer: scoring.Scorer, checkpoints: str, books: Bookkeeping, log=print, keep: Path | None = None):
+    """GRPO + LoRA from the last checkpoint, if any; returns the trained model and the log history. keep: where
+    the final LoRA adapter goes (proof/adapter.py), before it is merged into the model."""
     from datasets import Dataset
     from peft import LoraConfig
     from transformers import PrinterCallback
@@ -189,6 +192,8 @@ def train(loaded: sampling.Loaded, settings: Settings, family: Family, rows: lis
             books.resumed_at_step = int(checkpoint.CHECKPOINT.fullmatch(resume.name).group(1))
             log(f"{family.key}: resumed at step {books.resumed_at_step} of {settings.steps} (from {resume})")
         run_trainer(trainer, resume, folder)
+    if keep is not None:
+        adapter.save(trainer, keep)
     books.timings |= {"train_s": keeper.train_s(), "first_step_s": keeper.first_step_s}
     books.scoring = _plus(books.scoring, keeper.scoring())
     if books.trainer == "fast":
@@ -301,7 +306,8 @@ def train_family(run: Run, log=print) -> list[dict]:
     sampling.release(run.loaded.model)  # the evaluation's cache: memory training needs on a T4
     with engine.phase() as phase:
         run.trained, run.history = train(run.loaded, run.settings, run.family, run.tasks["train"], run.scorer,
-                                         str(run.work / "checkpoints"), run.books, log)
+                                         str(run.work / "checkpoints"), run.books, log,
+                                         files.adapter(run.settings.out, run.family.slug))
     run.books.engine["train"] = phase.status() | {"trainer": run.books.trainer}
     # the base model PEFT wrapped is not used again (with fast on, the trained model is another copy:
     # ~2.2 GB at 0.6B in fp32); dropping it lets release() give its memory back before evaluation
@@ -324,7 +330,7 @@ def evaluate_after(run: Run, log=print) -> Evaluation:
 
 
 def record(run: Run, log=print) -> FamilyResult:
-    """The family's result, validated and written atomically."""
+    """The family's result, validated and written atomically, after the seal of the family's files with it."""
     if run.done:
         return run.done
     s, books = run.settings, run.books
@@ -336,7 +342,9 @@ def record(run: Run, log=print) -> FamilyResult:
     result = outcome(s, run.family.key, run.sha, commit.prediction_for(run.body, run.family.key), run.before,
                      run.after, curve(run.history), model=run.loaded.source, engine=books.engine,
                      scoring=books.scoring, timings=timings, started_at=run.started_at, baselines=baselines)
-    records.write(files.result(s.out, run.family.slug), result)
+    path = files.result(s.out, run.family.slug)
+    seal.write(run.sha, s.out, run.family.slug, {path: records.encoded(result)})  # first: a kill then leaves no result
+    records.write(path, result)
     run.close()
     run.done = result
     log(f"{result.family}: predicted {result.prediction['prediction']}; mean score {result.before.mean_score:.3f} -> "

@@ -1,18 +1,23 @@
 """A finished family checked again whenever it is used: by a rerun, before it counts as done, and by the report.
 
-A result file holds everything needed to check it without a model, and the commitment says what it must be:
+A result file holds everything needed to check it, and the commitment says what it must be:
 - its statistics recomputed from its per-task scores (the seed's bootstrap again, improved, held);
 - its saved answers re-scored by the sandboxed scorer against the committed tasks, each answer taken again
   from its completion by the committed trainee's extraction, and its baselines (the policies) measured again;
 - its evaluation tasks the committed held-out ones, in order, none of them a training, prediction or skipped seed;
-- its settings, trainee, prediction and predictions hash the committed ones, its evaluation before training the
-  one work/<slug>/before.json kept (so before and after cannot be swapped), its scorer counts and engine
-  records possible for the answers it holds.
-A result of this version without its before.json is refused; an older run's (published without work/) is checked
-without it, so there a swap of before and after, or an edit of the engine record before training, goes unseen.
-Nor can any check see an edit that changes nothing it recomputes (a completion's text outside its answer), or a
-result and its before.json forged together. A result that fails is rejected (reject(): moved aside with the
-reasons, so a rerun trains it again).
+- its settings, trainee, model, prediction and predictions hash the committed ones, its evaluation before training
+  the one work/<slug>/before.json kept (so before and after cannot be swapped), its scorer counts and engine
+  records possible for the answers it holds;
+- its files (before.json, the final adapter, the result) the ones its run sealed (proof/seal.py), so an edit made
+  without running the family again is found even where every number agrees;
+- its greedy answers the model's: drawn again from the committed model and the family's final adapter
+  (proof/regenerate.py), so answers rewritten and scored again, however consistent, are found.
+What a result must hold is its commitment's schema's (SINCE), never its own: an older run's (published without
+work/, without adapters or seals) is checked without them, and unchecked() says which checks could not run.
+What none of these sees: an edit of what nothing recomputes (a timing, a version, the reward curve) sealed again
+with this version's own functions; `python -m proof verify --reproduce FAMILY` (reproduce.py) retrains the family
+from the commitment for that. A result that fails is rejected (reject(): moved aside with the reasons, so a rerun
+trains it again).
 """
 from __future__ import annotations
 
@@ -20,10 +25,15 @@ import math
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from proof import commit, evidence, files, records, stats
+from proof import adapter, commit, evidence, files, records, seal, stats
 from proof.records import Evaluation, FamilyResult
 from shortlist import sources
 
+# what a result must hold from the schema its predictions were committed under on (older runs were published
+# without it): the commitment says which, never the result; each with what unchecked() calls it
+SINCE = {"before": 4, "adapter": 5, "seal": 5}
+CHECKS = {"before": "the evaluation before training against the before.json its run kept",
+          "adapter": "the answers drawn again from the final adapter", "seal": "the seal of the family's files"}
 RETRIES = 2  # a score that differs is asked again: a loaded machine can time an honest answer out
 REJECTED = ".rejected"  # families/<slug>.json.rejected, with its reasons in <slug>.json.rejected.why
 
@@ -33,6 +43,7 @@ class Verdict:
     """What checking one result found: ok, or one line per reason, the file named in line()."""
     path: str
     reasons: tuple = ()
+    unchecked: tuple = ()  # the checks that could not run (an older run's, a model this machine lacks), and why
 
     @property
     def ok(self) -> bool:
@@ -72,14 +83,51 @@ def scorer_for(body: dict, given=None) -> LazyScorer:
     return LazyScorer(body["settings"].get("score_deadline_s", 1.0), given)
 
 
-def family(out, body: dict, sha: str, result: FamilyResult, scorer) -> Verdict:
-    """Every check of one result against the commitment; re-scoring (the costly part) only when the rest holds."""
+def family(out, body: dict, sha: str, result: FamilyResult, scorer, model=None) -> Verdict:
+    """Every check of one result against the commitment; re-scoring and drawing the answers again (the costly
+    parts) only when the rest holds. model: a regenerate.Regenerator shared by a load (None: one for this call)."""
     path = str(files.result(Path(out).resolve(), result.slug))
     reasons = [*committed(body, sha, result), *statistics(body, result), *seeds(body, result),
-               *before_file(out, sha, result), *counts(body, result), *engines(result)]
+               *before_file(out, body, sha, result), *counts(body, result), *engines(result),
+               *sealed(out, body, sha, result)]
+    unchecked = _unchecked(out, body, result)
     if not reasons:
         reasons += rescored(body, result, scorer)
-    return Verdict(path, tuple(reasons))
+    if not reasons:
+        why, could_not = regenerated(out, body, result, model)
+        reasons, unchecked = reasons + why, unchecked + could_not
+    return Verdict(path, tuple(reasons), tuple(unchecked))
+
+
+def _unchecked(out, body: dict, result: FamilyResult) -> list[str]:
+    """The checks a run committed before they existed cannot have (one line each)."""
+    schema = body.get("schema", 0)
+    missing = [k for k, since in SINCE.items() if schema < since]
+    if "before" in missing and (files.work(out, result.slug) / "before.json").exists():
+        missing.remove("before")  # kept by the run anyway: checked (before_file)
+    return [f"{CHECKS[k]} (committed under schema {schema}, before runs kept what it reads: schema {SINCE[k]})"
+            for k in missing]
+
+
+def sealed(out, body: dict, sha: str, result: FamilyResult) -> list[str]:
+    """Its files are the ones its run sealed (proof/seal.py)."""
+    return seal.check(sha, out, result.slug) if body.get("schema", 0) >= SINCE["seal"] else []
+
+
+def regenerated(out, body: dict, result: FamilyResult, model=None) -> tuple[list[str], list[str]]:
+    """Its greedy answers drawn again from what produced them (proof/regenerate.py): (reasons, checks that could
+    not run here)."""
+    if body.get("schema", 0) < SINCE["adapter"]:
+        return [], []  # said by _unchecked
+    folder = files.adapter(out, result.slug)
+    if not adapter.kept(folder):
+        return [f"no adapter in {folder.relative_to(Path(out))}: its answers cannot be drawn again from what "
+                f"produced them"], []
+    from proof import regenerate
+    if model is None:
+        with regenerate.Regenerator() as own:
+            return own.check(out, body, result)
+    return model.check(out, body, result)
 
 
 def committed(body: dict, sha: str, result: FamilyResult) -> list[str]:
@@ -87,6 +135,9 @@ def committed(body: dict, sha: str, result: FamilyResult) -> list[str]:
     why = []
     if result.predictions_sha256 != sha:
         why.append("made against other predictions")
+    if result.schema != body.get("schema"):  # what it must hold is the commitment's to say, never its own
+        why.append(f"it says schema {result.schema}, but its predictions were committed under schema "
+                   f"{body.get('schema')}")
     if result.family not in body["families"] or result.slug != sources.parse(result.family).slug:
         why.append(f"family {result.family!r} is not a committed one")
         return why
@@ -96,7 +147,14 @@ def committed(body: dict, sha: str, result: FamilyResult) -> list[str]:
         why.append("its settings are not the committed ones")
     if result.trainee != body["trainee"]:
         why.append("its trainee is not the committed one")
+    if _model(result.model) != _model(body.get("model", {})):
+        why.append(f"its model ({_model(result.model)}) is not the committed one ({_model(body.get('model', {}))})")
     return why
+
+
+def _model(source: dict) -> dict:
+    """What identifies a model (its local path is the machine's)."""
+    return {k: source.get(k) for k in ("name", "revision")}
 
 
 def statistics(body: dict, result: FamilyResult) -> list[str]:
@@ -138,7 +196,7 @@ def seeds(body: dict, result: FamilyResult) -> list[str]:
     return why
 
 
-def before_file(out, sha: str, result: FamilyResult) -> list[str]:
+def before_file(out, body: dict, sha: str, result: FamilyResult) -> list[str]:
     """The evaluation before training is the one the run kept in work/<slug>/before.json. This version keeps one
     beside every result, so a result of it without one is refused (before and after could not be told apart);
     an older run's results, published without work/, are checked without it."""
@@ -150,7 +208,7 @@ def before_file(out, sha: str, result: FamilyResult) -> list[str]:
         return [f"{path} is unreadable ({type(e).__name__})"]
     if kept is None:
         return [f"no {path} made against these predictions: its evaluation before training cannot be checked"] \
-            if result.schema >= records.SCHEMA else []
+            if body.get("schema", 0) >= SINCE["before"] else []
     why = []
     if kept != result.before:
         why.append(f"its evaluation before training is not the one in {path}"
@@ -270,25 +328,40 @@ def _close(a, b) -> bool:
 
 def reject(out, slug: str, verdict: Verdict) -> Path:
     """A result that failed, moved aside whole with its reasons beside it (and the evaluation before training it
-    rested on), so that it is kept for a look and a rerun trains the family again; returns where it went."""
+    rested on, and its seal), so that it is kept for a look and a rerun trains the family again; returns where
+    it went."""
     path = files.result(out, slug)
     aside = path.with_name(path.name + REJECTED)
     files.write_text(aside.with_name(aside.name + ".why"), "\n".join(verdict.reasons) + "\n")
     path.replace(aside)
-    before = files.work(out, slug) / "before.json"
-    if before.exists():
-        before.replace(before.with_name(before.name + REJECTED))
+    for kept in (files.work(out, slug) / "before.json", seal.path(out, slug)):
+        if kept.exists():
+            kept.replace(kept.with_name(kept.name + REJECTED))
     return aside
 
 
-def done(out, body: dict, sha: str, key: str, scorer, log=print) -> FamilyResult | None:
+def done(out, body: dict, sha: str, key: str, scorer, log=print, model=None) -> FamilyResult | None:
     """The family's result if it is finished and verifies; one that fails is rejected, with one line said."""
     result = records.read(files.result(out, sources.parse(key).slug), sha)
     if not isinstance(result, FamilyResult):
         return None
-    verdict = family(out, body, sha, result, scorer)
+    verdict = family(out, body, sha, result, scorer, model)
     if verdict.ok:
         return result
     aside = reject(out, result.slug, verdict)
     log(f"{key}: its result failed verification, so it runs again ({verdict.line()}); kept as {aside}")
     return None
+
+
+def folder(out, sample: int | None = None) -> dict:
+    """Every committed family of an output folder checked, nothing moved aside (`python -m proof verify`):
+    family key -> its Verdict, or the one line saying why it has none to check (not run, failed, unreadable)."""
+    from proof import regenerate
+    body, sha = commit.committed(out, commit.READABLE)
+    found = {}
+    with scorer_for(body) as scorer, regenerate.Regenerator(sample) as model:
+        for key in body["families"]:
+            result = records.read(files.result(out, sources.parse(key).slug), sha)
+            found[key] = family(out, body, sha, result, scorer, model) if isinstance(result, FamilyResult) else \
+                "not run" if result is None else f"{result.status}: {result.reason}"
+    return found

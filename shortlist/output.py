@@ -117,21 +117,43 @@ def check_writable(out) -> Path:
 
 
 @contextmanager
-def removed_if_refused(out, leftovers: tuple = ()):
+def removed_if_refused(out, leftovers: tuple = (), lock: str | None = None):
     """An output folder made inside this block is removed again if the block ends in an exception before
     anything but the leftovers (a run's lock files) was written into it: a refusal leaves no folder behind.
-    A folder that was there before, or that holds anything else (another run's files), stays."""
+    A folder that was there before, or that holds anything else (another run's files), stays. Where the
+    leftovers hold a lock (an flock on out/<lock>, as shortlist.executors.one_run takes it), they go only
+    while this process can take it: a run refused because another holds the folder it saw as new never
+    removes that run's lock, its record or its folder."""
     out = Path(out)
     made = not out.exists()
     try:
         yield
     except BaseException:
         if made and out.is_dir() and {p.name for p in out.iterdir()} <= set(leftovers):
-            for name in leftovers:
-                (out / name).unlink(missing_ok=True)
-            with suppress(OSError):  # something arrived meanwhile: it stays
-                out.rmdir()
+            _remove_unheld(out, leftovers, lock)
         raise
+
+
+def _remove_unheld(out: Path, leftovers: tuple, lock: str | None) -> None:
+    """The leftovers and the folder removed under the lock, if no other process holds it (else nothing)."""
+    fd = None
+    if lock is not None:
+        with suppress(FileNotFoundError):
+            fd = os.open(out / lock, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            if fd is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held by another run (or no flock here): its files are not this run's to remove
+            os.close(fd)
+            return
+    try:
+        for name in leftovers:
+            (out / name).unlink(missing_ok=True)
+        with suppress(OSError):  # something arrived meanwhile: it stays
+            out.rmdir()
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 def write_bytes(path: Path, data: bytes) -> None:

@@ -1,9 +1,10 @@
 """The report's data: an output folder read back, recomputed where it can be, and analysed.
 
 Every table and figure is built from the output folder alone (predictions.json and the family results,
-read back as validated records), so the report can be rebuilt, or re-scored, without a model or a GPU.
-A result that fails verification (proof/verify.py: its statistics, its answers scored again, its tasks,
-its commitment) is Corrupt, with the file and the reasons, and left out of every table.
+read back as validated records), so the report can be rebuilt, or re-scored, without a GPU (the model loads
+only to draw a run of this version's answers again from its adapters: proof/regenerate.py).
+A result that fails verification (proof/verify.py: its statistics, its answers scored again and drawn again,
+its tasks, its seal, its commitment) is Corrupt, with the file and the reasons, and left out of every table.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ class Report:
     across: analysis.Across  # of the finished families
     trainee: Trainee  # the committed trainee, read once
     evidence: dict = field(default_factory=dict)  # family key -> evidence.Evidence
+    unchecked: dict = field(default_factory=dict)  # family key -> the checks of proof/verify.py that could not run
 
     @property
     def settings(self) -> dict:
@@ -41,15 +43,18 @@ class Report:
 def load(out, scorer=None) -> Report:
     """Predictions (hash checked) and every result that was made against them, validated and verified again
     (proof/verify.py: recomputed, re-scored, checked against the commitment); what a run did not record (an
-    older run) is measured. One Scorer serves it all: the one given, or one started here when first needed."""
+    older run) is measured. One Scorer serves it all: the one given, or one started here when first needed; and
+    one Regenerator (the committed model, loaded once when first needed)."""
+    from proof import regenerate
     body, sha = commit.committed(out, commit.READABLE)
-    results = {}
-    with verify.scorer_for(body, scorer) as scoring:
+    results, unchecked = {}, {}
+    with verify.scorer_for(body, scorer) as scoring, regenerate.Regenerator() as model:
         for key in body["families"]:
             result = records.read(files.result(out, sources.parse(key).slug), sha)
             if isinstance(result, FamilyResult):
-                verdict = verify.family(out, body, sha, result, scoring)
+                verdict = verify.family(out, body, sha, result, scoring, model)
                 result = result if verdict.ok else Corrupt(verdict.path, verdict.line(out))
+                unchecked[key] = verdict.unchecked
             if result is not None:
                 results[key] = result
         done = [results[k] for k in body["families"] if isinstance(results.get(k), FamilyResult)]
@@ -57,7 +62,8 @@ def load(out, scorer=None) -> Report:
     analyses = {r.family: analysis.family(r, body["settings"], found[r.family], body["trainee"]) for r in done}
     across = analysis.across(body["predictions"], done, [analyses[r.family] for r in done], body["trainee"],
                              {"power": power(body, found)}, failed_judged(body, results))
-    return Report(Path(out), body, sha, results, analyses, across, Trainee.from_dict(body["trainee"]), found)
+    return Report(Path(out), body, sha, results, analyses, across, Trainee.from_dict(body["trainee"]), found,
+                  unchecked)
 
 
 def failed_judged(body: dict, results: dict) -> tuple:
@@ -85,3 +91,24 @@ def status(report: Report, key: str) -> str:
     if isinstance(result, FamilyResult):
         return "done"
     return f"failed: {result.reason}" if isinstance(result, NotebookFailure) else f"corrupt result: {result.reason}"
+
+
+MARK = "shortlist"  # where the top of the executed 03 records what it found, for the command that built it
+
+
+def marks(report: Report) -> dict:
+    """What this report found, as metadata of what it shows first (prose.top): every corrupt family, with why.
+    The executed notebook keeps it, so `python -m proof report` can say so in its exit status (runner.corrupt)."""
+    return {MARK: {"corrupt": {k: r.reason for k, r in report.results.items() if isinstance(r, Corrupt)}}}
+
+
+def unchecked(report: Report) -> str | None:
+    """Which checks of proof/verify.py could not run, and why: once for what every family shares (a run
+    committed before they existed), then per family."""
+    lists = [tuple(v) for k, v in report.unchecked.items() if v]
+    if not lists:
+        return None
+    shared = [c for c in lists[0] if all(c in v for v in lists)] if len(lists) == len(report.unchecked) else []
+    own = {k: [c for c in v if c not in shared] for k, v in report.unchecked.items()}
+    parts = shared + [f"{k}: {c}" for k, v in own.items() for c in v]
+    return "**Checks that could not run** on these results: " + "; ".join(parts) + "."

@@ -10,7 +10,7 @@ from __future__ import annotations
 from proof import rules
 from proof.evidence import MIN_UNSEEN
 from proof.records import Corrupt, FamilyResult
-from proof.report.load import Report, status
+from proof.report.load import Report, marks, status, unchecked
 from proof.report.numbers import interval, p_text, rate
 from shortlist import page
 
@@ -238,11 +238,11 @@ def top(report: Report):
     """What goes above everything, as HTML: the banner and the warnings in boxes, the headline, then
     one line per family."""
     from IPython.display import HTML
-    parts = [page.box("banner", b) for b in [banner(report), measured_here(report)] if b]
+    parts = [page.box("banner", b) for b in [banner(report), measured_here(report), unchecked(report)] if b]
     parts += [page.box("warning", w) for w in warnings(report)]
     lines = "".join(f"<li>{page.markup(family_line(report, k))}</li>" for k in report.body["families"])
     return HTML("".join(parts) + f'<p class="shortlist-headline">{page.markup(headline(report))}</p>'
-                f'<ul class="shortlist-families">{lines}</ul>')
+                f'<ul class="shortlist-families">{lines}</ul>', metadata=marks(report))
 
 
 def rules_text(report: Report) -> str:

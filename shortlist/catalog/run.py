@@ -70,7 +70,7 @@ def run(p: Plan, log=print, where: executors.Placement | None = None) -> Catalog
     """Screen the plan's families, resuming what is kept, within its budget; write the shortlist. One run
     at a time holds the output folder; workers are jobs of the placement's executor."""
     started = walk.clock()
-    with output.removed_if_refused(p.out, (executors.LOCK, executors.HOLDER)):  # a refusal leaves no folder
+    with output.removed_if_refused(p.out, (executors.LOCK, executors.HOLDER), executors.LOCK):  # a refusal leaves no folder
         return _run(p, log, where, started)
 
 

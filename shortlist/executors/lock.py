@@ -47,6 +47,9 @@ def one_run(out):
         except (OSError, ValueError, KeyError, TypeError):
             who = "a run that has not said who it is yet"
         raise Busy(f"{out} is in use by another run ({who}): wait for it to end, or give another --out") from None
+    if not _same_file(fd, out / LOCK):  # a refused run removed it (output.removed_if_refused) while this one opened it
+        os.close(fd)
+        raise Busy(f"{out / LOCK}: the run's lock was removed while this run took it: run the same command again")
     try:
         try:
             output.write_json(out / HOLDER, {"pid": os.getpid(), "host": socket.gethostname(),
@@ -60,3 +63,13 @@ def one_run(out):
         with suppress(OSError):  # said only while held: an ended run leaves no pid behind
             os.unlink(out / HOLDER)
         os.close(fd)
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    """Whether an open file is still the one at path (a lock on a removed file locks nothing)."""
+    try:
+        there = os.stat(path)
+    except OSError:
+        return False
+    here = os.fstat(fd)
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)

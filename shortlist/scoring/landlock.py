@@ -59,7 +59,7 @@ def _handled(version: int) -> int:
 def readable() -> list[str]:
     """What an answer may read: the interpreter's prefixes (the standard library), the site
     directories, the system's libraries, and of any other code only what was imported: the folder of
-    each imported module's own top-level package, or the module's file. Never a sys.path entry or a
+    each imported module's outermost regular package (_own), or the module's file. Never a sys.path entry or a
     folder above one: the caller's working directory is an entry ('' made absolute), so a rule derived
     from entries opened all of /tmp run from /, or a whole checkout run from its parent (an editable
     install's finder puts its packages below no entry)."""
@@ -80,17 +80,21 @@ def _beneath(path: str, roots) -> bool:
 
 
 def _own(module, path: str) -> list[str]:
-    """The folder of the top-level package a module's file belongs to (where its data files lie too),
-    from the package's own __path__; a module of no package, or outside its package's folders: the file."""
+    """The folder of the outermost regular package (one with an __init__ file) a module belongs to, where
+    its data files lie too, from that package's own __file__; a module of no such package, or outside its
+    folder: the file. Never a namespace package's __path__: run from the parent of a checkout named like
+    its package (an editable install), the top-level package is a namespace whose path is the whole
+    checkout (its README, tests, untracked files)."""
     name = getattr(module, "__name__", None)
-    top = sys.modules.get(name.partition(".")[0]) if isinstance(name, str) else None
-    folders = getattr(top, "__path__", None) if top is not None else None
-    try:
-        folders = [os.path.realpath(f) for f in folders or () if isinstance(f, str)]
-    except TypeError:  # a __path__ that is no list of folders
-        folders = []
-    mine = [f for f in folders if f != "/" and _beneath(path, [f])]
-    return mine or [path]
+    parts = name.split(".") if isinstance(name, str) else []
+    for i in range(1, len(parts) + 1):
+        package = sys.modules.get(".".join(parts[:i]))
+        init = getattr(package, "__file__", None)
+        if isinstance(init, str) and getattr(package, "__path__", None) is not None:
+            folder = os.path.dirname(os.path.realpath(init))
+            if folder != "/" and _beneath(path, [folder]):
+                return [folder]
+    return [path]
 
 
 def ruleset(readable: list[str], home: str, writable: bool) -> int | None:

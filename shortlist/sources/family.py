@@ -19,10 +19,15 @@ is made, before anything is written; each refusal is one line that names the set
   itself (its defaults, a curriculum level) is taken as it is; any other one builds the task of
   seed 0 first, in a forked process held to BUILD_MEMORY bytes of memory more than this process
   maps and BUILD_CPU_S seconds of CPU (BUILD_WALL_S of wall time as a backstop), into a question
-  of at most QUESTION_MAX characters. A size no machine can build (chain_sum(max_terms=1000000000)
-  grew to a MemoryError after 72 s) is then refused within that budget, naming the settings
-  beyond the family's own curriculum. No magnitude cap would do: some families are exponential in
-  a small number, and others take values up to 2**31 at their own levels (count_bits).
+  of at most QUESTION_MAX characters, and, past QUESTION_FLOOR, of at most QUESTION_GROWTH times
+  the longest question the family's own configs ask (seed 0 of its defaults and of its hardest
+  level, built the same way). A size no machine can build (chain_sum(max_terms=1000000000) grew
+  to a MemoryError after 72 s) is then refused within that budget, and a size that builds but asks
+  what nothing in the family asks (letter_counting(min_words=100000000): 50,322 characters, 347
+  times its hardest level's) in one line too, naming the settings beyond the family's own
+  curriculum. No magnitude cap would do: some families are exponential in a small number, and
+  others take values up to 2**31 at their own levels (count_bits); nor would one length for every
+  family: circuit_logic's own level 3 asks 54,787 characters (bench/results/question_length.cpu.txt).
 """
 from __future__ import annotations
 
@@ -65,6 +70,11 @@ BUILD_MEMORY = 512 << 20  # bytes of address space beyond what this process alre
 BUILD_CPU_S = 20
 BUILD_WALL_S = 120  # a backstop behind the CPU limit: a loaded machine, a task that waits
 QUESTION_MAX = 1_000_000  # characters: ~250k tokens, beyond the context of any model trained here (Qwen3-0.6B: 32k)
+# a config beyond the family's own may ask this many times the longest question its own configs ask (a harder
+# level of a family lengthens its question a few times over its curriculum: letter_counting's levels ask 49-163
+# characters), and at least QUESTION_FLOOR characters (~1,000 tokens) whatever they ask
+QUESTION_GROWTH = 16
+QUESTION_FLOOR = 4_000
 
 
 def unknown(name: str, source: str = source_.DEFAULT) -> FamilyError:
@@ -104,6 +114,8 @@ class Family:
             raise FamilyError(f"{self.key}: {one_line(e, 600)}") from None  # a server's line names it and what to change
         if self.config and not source_.remote(self.source) and self.config not in _own_configs(self.source, self.name):
             why = _build_within_budget(self.source, self.name, self.config)
+            if isinstance(why, int):  # it built: a question of that many characters
+                why = _too_long(self.source, self.name, why)
             if why:
                 beyond = _beyond(self.source, self.name, self.config) or sorted(self.config)
                 raise FamilyError(f"{self.key}: {why}; lower {' or '.join(beyond)}")
@@ -217,8 +229,31 @@ def _beyond(source: str, name: str, config: dict) -> list[str]:
                   and not isinstance(value, bool) and abs(value) > largest.get(key, math.inf if largest else 0))
 
 
-def _build_within_budget(source: str, name: str, config: dict) -> str | None:
-    """Why the task of seed 0 cannot be built within the budget (module docstring), or None.
+def _too_long(source: str, name: str, chars: int) -> str | None:
+    """Why a question of chars characters is more than the family may ask (module docstring), or None."""
+    if chars > QUESTION_MAX:
+        return f"one task's question is {chars:,} characters long (at most {QUESTION_MAX:,})"
+    if chars <= QUESTION_FLOOR:
+        return None
+    own = _own_longest(source, name)
+    if own is not None and chars > QUESTION_GROWTH * own:
+        return (f"one task's question is {chars:,} characters long, {chars / max(own, 1):,.0f} times the longest its "
+                f"own configs ask ({own:,}; at most {QUESTION_GROWTH} times, or {QUESTION_FLOOR:,} characters)")
+    return None
+
+
+@functools.cache
+def _own_longest(source: str, name: str) -> int | None:
+    """The longest question of seed 0 at the family's defaults and its hardest level (None: neither built
+    within the budget, so only QUESTION_MAX holds)."""
+    configs = [{}] + list(_levels(source, name)[-1:])
+    built = [chars for chars in (_build_within_budget(source, name, c) for c in configs) if isinstance(chars, int)]
+    return max(built) if built else None
+
+
+def _build_within_budget(source: str, name: str, config: dict) -> str | int | None:
+    """How many characters the question of seed 0 has (an int), or why it cannot be built within the budget
+    (module docstring), or None where nothing could be tried here.
 
     A fork of this process builds it (Reasoning Gym is already imported here; the hash seed does not
     matter for whether it builds), under rlimits of its own, and replies on a pipe."""
@@ -255,10 +290,7 @@ def _build_within_budget(source: str, name: str, config: dict) -> str | None:
                 pass
         _, status = os.waitpid(pid, 0)
     if reply.startswith(b"ok "):
-        chars = int(reply.split()[1])
-        if chars > QUESTION_MAX:
-            return f"one task's question is {chars:,} characters long (at most {QUESTION_MAX:,})"
-        return None
+        return int(reply.split()[1])
     if reply == b"memory" or os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGSEGV:
         return f"one task needs more than {BUILD_MEMORY >> 20} MiB of memory to build"
     if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:

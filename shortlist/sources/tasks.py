@@ -79,11 +79,19 @@ def _start() -> subprocess.Popen:
     return _helper
 
 
+STOP_S = 10.0  # what the helper gets to end once its stdin closes, before it is killed
+
+
 def _stop(helper: subprocess.Popen) -> None:
-    """The helper ends once its stdin closes (main())."""
+    """The helper ends once its stdin closes (main()); one that has not within STOP_S (a loaded machine,
+    a build that does not return) is killed, so that this process exits without a traceback."""
     if helper.poll() is None:
         helper.stdin.close()
-        helper.wait(10)
+        try:
+            helper.wait(STOP_S)
+        except subprocess.TimeoutExpired:
+            helper.kill()
+            helper.wait()
 
 
 def main() -> None:

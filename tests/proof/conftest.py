@@ -13,6 +13,14 @@ def smoke_run(tmp_path_factory):
     return s, outcome.report, log
 
 
+@pytest.fixture(scope="session")
+def regenerator():
+    """One regenerate.Regenerator for a session's verifications: the tiny model loaded once."""
+    from proof import regenerate
+    with regenerate.Regenerator() as model:
+        yield model
+
+
 @pytest.fixture
 def synthetic(tmp_path, monkeypatch):
     """An output folder of made-up outcomes, committed and written as the proof writes them.
@@ -23,13 +31,15 @@ def synthetic(tmp_path, monkeypatch):
     "groups" (each evaluation task's distinct question), "baselines" (what policies earn, as
     shortlist.audit.constants() says; default: nothing); "failed": reason records a failed family.
     not_run=[...] adds committed families without a result. Its answers and baselines are made up, so
-    they are not scored again here (tests/proof/test_verify.py scores a real run's); every other check of
-    proof/verify.py applies."""
-    from proof import commit, files, heldout, records, runner, settings, train, verify
+    they are not scored again, nor drawn again from a model (tests/proof/test_verify.py does both to a real
+    run's); every other check of proof/verify.py applies, the seal of each family's files included."""
+    from proof import commit, files, heldout, records, runner, seal, settings, train, verify
     monkeypatch.setattr(verify, "rescored", lambda *args: [])
+    monkeypatch.setattr(verify, "regenerated", lambda *args: ([], []))  # no model made these answers
     site = tmp_path / "synthetic-site"  # ... nor in the kernels a report runs (03): their interpreter starts with this
     site.mkdir()
-    (site / "sitecustomize.py").write_text("import proof.verify\nproof.verify.rescored = lambda *args: []\n")
+    (site / "sitecustomize.py").write_text("import proof.verify\nproof.verify.rescored = lambda *args: []\n"
+                                           "proof.verify.regenerated = lambda *args: ([], [])\n")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])))
     from proof.records import Evaluation
     from shortlist import sources
@@ -74,10 +84,11 @@ def synthetic(tmp_path, monkeypatch):
             engine = {"engine": "static", "why": None, "checks": []}
             result = train.outcome(s, key, sha, commit.prediction_for(body, key), evals["before"], evals["after"],
                                    curve, timings={"train_s": 1.0, "eval_before_s": 0.5, "eval_after_s": 0.5},
-                                   engine={"before": engine}, baselines=baselines)
+                                   engine={"before": engine}, baselines=baselines, model=body["model"])
             files.write_json(files.work(s.out, sources.parse(key).slug) / "before.json",
                              {"predictions_sha256": sha, "evaluation": evals["before"].as_dict(), "seconds": 0.5,
                               "scoring": {}, "engine": engine})
             records.write(path, result)
+            seal.write(sha, s.out, sources.parse(key).slug)
         return s
     return make

@@ -1,11 +1,17 @@
 """What an adversary's edits to a finished family do: each applied to a copy of a finished output folder, then
-the family checked as a rerun and the report check it (proof/verify.py); prints detected/tried.
+the family checked as a rerun and the report check it (proof/verify.py); prints detected of tried, twice: with
+the family's seal left as it was (an edit made without running the family again), and sealed again with the
+project's own function (proof/seal.py), where only what verify.py recomputes or draws again can find it.
 
     python -m tests.proof.edits --out results/smoke    # a finished run (python -m proof run --preset smoke)
 
 Each edit keeps the file a valid record wherever it can: the summaries, the gain, its interval and p,
 improved and held are recomputed after the edit (resummarize), so only what verify.py recomputes from
-elsewhere (the scorer, the commitment, before.json) can find it. tests/proof/test_verify.py runs the same list.
+elsewhere (the scorer, the commitment, before.json, the model and the adapter, the seal) can find it.
+"the forgery" is issue 40's: every completion after training rewritten to the gold answer and scored again in
+the sandbox, the baselines measured again, the summaries recomputed, with the project's own functions.
+SEALED_ONLY names the edits that nothing but the seal can see (no check recomputes them; retraining the family,
+`python -m proof verify --reproduce`, compares them). tests/proof/test_verify.py runs the same list.
 """
 from __future__ import annotations
 
@@ -16,9 +22,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from proof import commit, files, records, stats, verify
+from proof import commit, evaluate, evidence, files, records, seal, stats, verify
 from proof.records import Evaluation
-from shortlist import sources
+from shortlist import audit, sources
 from shortlist.trainee import Trainee
 
 
@@ -151,6 +157,78 @@ def _p(record: dict, body: dict) -> None:
     record["held"] = record["improved"] == (record["prediction"]["prediction"] == "improves")
 
 
+def _gold(record: dict, body: dict, wrong_only: bool = True):
+    """(index, the gold answer written as the trainee writes one) of each task the model got wrong."""
+    after = record["after"]
+    tasks = sources.parse(record["family"]).tasks(after["seeds"])
+    trainee = commit.asked(body, record["family"])
+    return [(i, trainee.written(str(t["answer"]))) for i, t in enumerate(tasks)
+            if t["answer"] is not None and (after["scores"][i] < 1.0 or not wrong_only)], trainee, tasks
+
+
+def _completion_and_score(record: dict, body: dict) -> None:
+    """One wrong completion rewritten to the gold answer, its answer taken from it and scored 1: every number
+    holds together (the scorer agrees)."""
+    wrong, trainee, _ = _gold(record, body)
+    if not wrong:
+        raise Skip("no wrong answer after training")
+    i, text = wrong[0]
+    after = record["after"]
+    after["completions"][i], after["answers"][i], after["scores"][i] = text, trainee.clean(text), 1.0
+
+
+def forge(record: dict, body: dict) -> None:
+    """Issue 40's forgery: every completion after training rewritten to the gold answer and scored again in the
+    sandbox, the baselines measured again (the project's own functions); the summaries follow (resummarize)."""
+    from shortlist.scoring import Scorer
+    _, trainee, tasks = _gold(record, body, wrong_only=False)
+    after, key = record["after"], record["family"]
+    completions = [trainee.written(str(t["answer"])) if t["answer"] is not None else c
+                   for t, c in zip(tasks, after["completions"])]
+    held = commit.held_out(body, key)
+    with Scorer(deadline_s=body["settings"].get("score_deadline_s", 1.0)) as scorer:
+        forged = evaluate.score(scorer, trainee, key, after["seeds"], completions, [False] * len(completions),
+                                [False] * len(completions))
+        frequent = audit.most_frequent_gold(evidence.CommittedTasks(body, key, held)["predict"])
+        record["baselines"] = audit.constants(scorer, trainee, key, tasks, list(forged.answers), frequent)
+    record["after"] = forged.as_dict()
+
+
+def _outside_the_answer(record: dict, body: dict) -> None:
+    """A completion's text outside its answer edited: its answer, score and flags unchanged."""
+    after = record["after"]
+    trainee = commit.asked(body, record["family"])
+    for i, c in enumerate(after["completions"]):
+        if trainee.clean("x" + c) == after["answers"][i] and not after["clipped"][i]:
+            after["completions"][i] = "x" + c
+            return
+    raise Skip("no completion whose answer survives a character before it")
+
+
+def _flag(name: str):
+    def edit(record: dict, body: dict) -> None:
+        record["after"][name][0] = not record["after"][name][0]
+    return edit
+
+
+def _within_range(record: dict, body: dict) -> None:
+    """A scorer count moved within what its answers allow."""
+    c = record["scoring"]
+    if "timeouts" not in c or c["timeouts"] >= c.get("answers", 0):
+        raise Skip("no room for one more timeout")
+    c["timeouts"] += 1
+
+
+def _curve(record: dict, body: dict) -> None:
+    if not record["reward_curve"] or record["reward_curve"][-1].get("reward") is None:
+        raise Skip("no logged reward")
+    record["reward_curve"][-1]["reward"] = round(record["reward_curve"][-1]["reward"] + 0.25, 6)
+
+
+def _model(record: dict, body: dict) -> None:
+    record["model"] = record["model"] | {"revision": "0" * 40 if record["model"].get("revision") != "0" * 40 else "1"}
+
+
 # name -> (edit of the result record, whether the summaries and the analysis are recomputed after it)
 EDITS = {
     "ci95 edited": (_ci, False),
@@ -175,7 +253,21 @@ EDITS = {
     "engine record before training edited (self-check hidden)": (_engine_before, False),
     "engine record of training: a disagreement whose self-check was removed": (_engine_claims, False),
     "engine record after training: a failed self-check, the fast engine serving": (_engine_serving, False),
+    "a completion rewritten to the gold answer, with its answer and score": (_completion_and_score, True),
+    "the forgery: every completion the gold answer, scored again, baselines measured again": (forge, True),
+    "a completion's text outside its answer edited": (_outside_the_answer, True),
+    "a clipped flag flipped, summaries recomputed": (_flag("clipped"), True),
+    "a repetitive flag flipped, summaries recomputed": (_flag("repetitive"), True),
+    "the model's revision edited": (_model, False),
+    "reward curve edited": (_curve, False),
+    "timings edited": (lambda r, b: r["timings"].update(train_s=r["timings"]["train_s"] * 2 + 1), False),
+    "versions edited": (lambda r, b: r["versions"].update(torch="0.0.0"), False),
+    "device edited": (lambda r, b: r["device"].update(name="another device"), False),
+    "scoring timeouts one more, within range": (_within_range, False),
 }
+# what nothing but the seal can see, once sealed again (nothing recomputes it; --reproduce compares it)
+SEALED_ONLY = ("reward curve edited", "timings edited", "versions edited", "device edited",
+               "scoring timeouts one more, within range")
 
 
 def _swap_and_hide(out, key: str) -> None:
@@ -187,23 +279,42 @@ def _swap_and_hide(out, key: str) -> None:
     before.unlink()
 
 
-FOLDER_EDITS = {"before and after swapped, before.json removed": _swap_and_hide}  # name -> edit of (out, key)
+def _older(schema: int):
+    """Marked as a result of an older schema (checked without its before.json there), its before.json removed."""
+    def edit(out, key: str) -> None:
+        path = files.result(out, sources.parse(key).slug)
+        record = json.loads(path.read_text())
+        record["schema"] = schema
+        files.write_json(path, record)
+        before = files.work(out, sources.parse(key).slug) / "before.json"
+        if not before.exists():
+            raise Skip("no before.json to remove")
+        before.unlink()
+    return edit
+
+
+FOLDER_EDITS = {"before and after swapped, before.json removed": _swap_and_hide,  # name -> edit of (out, key)
+                "marked schema 3, before.json removed": _older(3), "marked schema 2, before.json removed": _older(2)}
 ALL = (*EDITS, *FOLDER_EDITS)
 
 
-def apply(out, key: str, name: str) -> None:
-    """One edit of ALL to the family's result in out, in place (Skip: nothing in it to edit)."""
+def apply(out, key: str, name: str, reseal: bool = False) -> None:
+    """One edit of ALL to the family's result in out, in place (Skip: nothing in it to edit); reseal: the family's
+    files sealed again after it, as a forger with the project's own functions would."""
+    body, sha = commit.committed(out, commit.READABLE)
     if name in FOLDER_EDITS:
-        return FOLDER_EDITS[name](out, key)
-    body, _ = commit.committed(out, commit.READABLE)
-    path = files.result(out, sources.parse(key).slug)
-    record = json.loads(path.read_text())
-    edit, again = EDITS[name]
-    edit(record, body)
-    files.write_json(path, resummarize(record, body) if again else record)
+        FOLDER_EDITS[name](out, key)
+    else:
+        path = files.result(out, sources.parse(key).slug)
+        record = json.loads(path.read_text())
+        edit, again = EDITS[name]
+        edit(record, body)
+        files.write_json(path, resummarize(record, body) if again else record)
+    if reseal:
+        seal.write(sha, out, sources.parse(key).slug)
 
 
-def detected(out, key: str, scorer) -> str | None:
+def detected(out, key: str, scorer, model=None) -> str | None:
     """Why the family's result is not used as sound (the first reason), or None where it would be."""
     try:
         body, sha = commit.committed(out, commit.READABLE)
@@ -212,11 +323,12 @@ def detected(out, key: str, scorer) -> str | None:
     result = records.read(files.result(out, sources.parse(key).slug), sha)
     if not isinstance(result, records.FamilyResult):
         return "not a finished result" if result is None else f"corrupt: {result.reason}"
-    verdict = verify.family(out, body, sha, result, scorer)
+    verdict = verify.family(out, body, sha, result, scorer, model)
     return None if verdict.ok else verdict.reasons[0]
 
 
 def main(argv=None) -> int:
+    from proof import regenerate
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="a finished output folder (it is copied, never changed)")
     args = ap.parse_args(argv)
@@ -225,23 +337,30 @@ def main(argv=None) -> int:
     except commit.CommitError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    tried = found = 0
-    with tempfile.TemporaryDirectory(prefix="shortlist-edits-") as scratch, verify.scorer_for(body) as scorer:
-        for key in body["families"]:
-            for name in ALL:
-                copy = Path(scratch) / "out"
-                shutil.rmtree(copy, ignore_errors=True)
-                shutil.copytree(args.out, copy, ignore=shutil.ignore_patterns("checkpoints", "compile", "notebooks"))
-                try:
-                    apply(copy, key, name)
-                except Skip as e:
-                    print(f"skipped  {key}: {name} ({e})")
-                    continue
-                why = detected(copy, key, scorer)
-                tried, found = tried + 1, found + (why is not None)
-                print(f"{'detected' if why else 'MISSED  '} {key}: {name}" + (f": {why}" if why else ""))
-    print(f"{found}/{tried} edits detected")
-    return 0 if found == tried else 1
+    tally, missed = {False: [0, 0], True: [0, 0]}, {False: set(), True: set()}  # reseal -> [found, tried], names
+    with tempfile.TemporaryDirectory(prefix="shortlist-edits-") as scratch, verify.scorer_for(body) as scorer, \
+            regenerate.Regenerator() as model:
+        for reseal in (False, True):
+            for key in body["families"]:
+                for name in ALL:
+                    copy = Path(scratch) / "out"
+                    shutil.rmtree(copy, ignore_errors=True)
+                    shutil.copytree(args.out, copy, ignore=shutil.ignore_patterns("checkpoints", "compile", "notebooks"))
+                    try:
+                        apply(copy, key, name, reseal)
+                    except Skip as e:
+                        print(f"skipped  {key}: {name} ({e})")
+                        continue
+                    why = detected(copy, key, scorer, model)
+                    tally[reseal][0] += why is not None
+                    tally[reseal][1] += 1
+                    if why is None:
+                        missed[reseal].add(name)
+                    print(f"{'detected' if why else 'MISSED  '} {key}: {name}{', sealed again' if reseal else ''}"
+                          + (f": {why}" if why else ""))
+    for reseal, (found, tried) in tally.items():
+        print(f"{found}/{tried} edits detected ({'sealed again' if reseal else 'the seal left as it was'})")
+    return 0 if not missed[False] and missed[True] <= set(SEALED_ONLY) else 1
 
 
 if __name__ == "__main__":

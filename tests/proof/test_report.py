@@ -234,6 +234,21 @@ def test_a_corrupt_result_is_shown_as_corrupt(synthetic):
     assert any("its result file is corrupt" in w for w in report.warnings(r))
 
 
+def test_the_report_of_a_corrupt_family_is_written_and_its_exit_status_says_so(synthetic, capsys):
+    from proof.__main__ import main
+    s = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP},
+                   "leg_counting": {"prediction": "improves", "before": HELD_UP, "after": UP}})
+    assert main(["report", "--out", s.out]) == 0 and runner.corrupt(s.out) == {}
+    path = files.result(s.out, "chain_sum")
+    files.write_json(path, files.read_json(path) | {"held": not files.read_json(path)["held"]})
+    capsys.readouterr()
+    assert main(["report", "--out", s.out]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == ("error: 1 family is corrupt (the report says so): chain_sum (RecordError: held disagrees with "
+                   "the prediction)")
+    assert "chain_sum: its result file is corrupt" in files.report(s.out).read_text()
+
+
 def test_model_text_is_escaped_in_every_table(synthetic):
     s = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP,
                                  "after_answers": ["<script>alert(1)</script>"] * 200}})

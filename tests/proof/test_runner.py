@@ -551,3 +551,42 @@ def test_a_kernel_that_dies_mid_cell_is_recorded_as_a_dead_kernel(tmp_path):
     out = tmp_path / "run"
     assert runner.execute(notebook, out / "dies.ipynb", {"out": str(out)}) == runner.KERNEL_DIED_WHY
     assert runner.KERNEL_DIED_WHY.startswith("kernel died")
+
+
+def test_a_killed_notebook_leaves_its_kernels_connection_file_only_in_what_the_next_run_sweeps(tmp_path):
+    """kill -9 of papermill mid-cell: jupyter_client's default connection file (tempfile.mkstemp: /tmp/tmp*.json)
+    stayed behind every time; it is made in the kernel's own sockets folder, which the next run removes."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from shortlist import leftovers
+    temp, ready = tmp_path / "temp", tmp_path / "ready"
+    temp.mkdir()
+    cells = [nbformat.v4.new_code_cell("out = ''", metadata={"tags": ["parameters"]}),
+             nbformat.v4.new_code_cell(f"import time\nopen({str(ready)!r}, 'w').close()\ntime.sleep(300)")]
+    nb = nbformat.v4.new_notebook(cells=cells)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    (tmp_path / "sleeps.ipynb").write_text(nbformat.writes(nb))
+    (tmp_path / "parameters.json").write_text("{}")
+    papermill = subprocess.Popen([sys.executable, "-m", "proof.runner", str(tmp_path / "sleeps.ipynb"),
+                                  str(tmp_path / "executed.ipynb"), str(tmp_path / "parameters.json"),
+                                  str(tmp_path / "run")], env=dict(os.environ, TMPDIR=str(temp)))
+    try:
+        for _ in range(1200):
+            if ready.exists() or papermill.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert ready.exists(), "the kernel never ran its cell"
+    finally:
+        papermill.send_signal(signal.SIGKILL)
+        papermill.wait()
+    left = sorted(p.name for p in temp.iterdir())
+    assert [name for name in left if name.endswith(".json")] == []
+    assert all(name.startswith(leftovers.PREFIXES) for name in left), left
+    kernel = [temp / name for name in left if name.startswith("shortlist-kernel-")]
+    assert len(kernel) == 1 and list(kernel[0].glob("*.json"))  # the connection file, where the sweep finds it
+    time.sleep(1)  # the kernel dies with papermill (PR_SET_PDEATHSIG); its folder goes with the next make()
+    assert str(kernel[0]) in leftovers.sweep(str(temp))

@@ -7,7 +7,7 @@ import pytest
 
 from shortlist import output, sources
 from shortlist.generation import compile_cache
-from proof import checkpoint, commit, evaluate, files, records, settings as settings_, train
+from proof import adapter, checkpoint, commit, evaluate, files, records, seal, settings as settings_, train
 from shortlist.generation import sampling
 
 
@@ -37,6 +37,12 @@ def test_result_file_holds_everything_the_report_needs(run):
     # every answer scored in this family's run: before, GRPO's group x prompts per step, after
     assert result.scoring["answers"] == 2 * s.eval_n + s.steps * s.prompts_per_step * s.group
     assert set(result.engine) == {"before", "train", "after"}
+    # the final adapter is kept, and the run's files sealed, the chain starting at the commitment
+    assert sorted(p.name for p in files.adapter(s.out, result.slug).iterdir()) == list(adapter.FILES)
+    sealed = files.read_json(seal.path(s.out, result.slug))
+    assert [x["file"] for x in sealed["links"]] == [f"work/{result.slug}/before.json", *(
+        f"work/{result.slug}/adapter/{name}" for name in adapter.FILES), f"families/{result.slug}.json"]
+    assert seal.chain(result.predictions_sha256, s.out, result.slug) == sealed
 
 
 def test_reward_curve_has_a_row_per_logged_step(run):
@@ -61,8 +67,10 @@ def test_rescoring_a_stored_result_needs_no_model(run, scorer, no_model_loads):
     assert again == result.after
 
 
-def test_a_finished_family_is_not_run_again(run, no_model_loads):
+def test_a_finished_family_is_not_run_again(run, monkeypatch):
+    """Nothing is trained: the model loads only to draw its answers again from its adapter (proof/verify.py)."""
     s, result, _ = run
+    monkeypatch.setattr(train, "train", lambda *args, **kwargs: pytest.fail("a finished family was trained again"))
     assert train.run_family(s, s.families[0], log=lambda *_: None) == result
 
 

@@ -1,42 +1,89 @@
-"""A finished family is verified again whenever it is used: every edit of tests/proof/edits.py to a real (smoke)
-result is found, an honest result passes, a rerun moves a failing result aside and trains the family again, and the
-report marks it naming the file."""
+"""A finished family is verified again whenever it is used: every edit of tests/proof/edits.py to a real (smoke) result is
+found (with its seal left as it was, and sealed again: then all but those only the seal can see), an honest result
+passes, issue 40's forgery (every answer the gold one, scored again, sealed again) is found by drawing the answers
+again from the adapter, a rerun moves a failing result aside and trains the family again, and the report marks it
+naming the file and exits 1."""
 import shutil
 from pathlib import Path
 
 import pytest
 
 from tests.proof import edits
-from proof import commit, files, records, report, runner, verify
+from proof import adapter, commit, files, records, report, runner, seal, verify
+from proof.__main__ import main
 from shortlist import sources
 
 LIGHT = shutil.ignore_patterns("checkpoints", "compile", "notebooks")  # what verification does not read
 
 
-def test_the_smoke_runs_results_verify(smoke_run, scorer):
+def test_the_smoke_runs_results_verify(smoke_run, scorer, regenerator):
+    from proof import regenerate
     s, _, _ = smoke_run
     body, sha = commit.committed(s.out)
     for key in s.families:
         result = records.read(files.result(s.out, sources.parse(key).slug), sha)
         assert isinstance(result, records.FamilyResult)
-        assert verify.family(s.out, body, sha, result, scorer).reasons == ()
+        assert adapter.kept(files.adapter(s.out, result.slug)) and seal.check(sha, s.out, result.slug) == []
+        assert sum(p.stat().st_size for p in files.adapter(s.out, result.slug).iterdir()) < 1 << 20
+        assert verify.family(s.out, body, sha, result, scorer, regenerator) == verify.Verdict(
+            str(files.result(s.out, result.slug)))  # nothing failed, every check ran
+        with regenerate.Regenerator(sample=5) as sampled:  # five tasks: another batch shape than the evaluation's
+            assert verify.family(s.out, body, sha, result, scorer, sampled).ok
 
 
+@pytest.mark.parametrize("reseal", [False, True], ids=["seal left", "sealed again"])
 @pytest.mark.parametrize("name", edits.ALL)
-def test_every_edit_to_a_finished_result_is_detected(smoke_run, scorer, tmp_path, name):
+def test_every_edit_to_a_finished_result_is_detected(smoke_run, scorer, regenerator, tmp_path, name, reseal):
+    if reseal and name in edits.SEALED_ONLY:
+        pytest.skip(f"{name}: only the seal sees it (test_a_family_trained_again_finds_what_only_the_seal_sees)")
     s, _, _ = smoke_run
     tried = 0
     for i, key in enumerate(s.families):
         copy = tmp_path / f"run{i}"
         shutil.copytree(s.out, copy, ignore=LIGHT)
         try:
-            edits.apply(copy, key, name)
+            edits.apply(copy, key, name, reseal)
         except edits.Skip:
             continue
         tried += 1
-        assert edits.detected(copy, key, scorer) is not None, f"{name} on {key} was used as sound"
+        assert edits.detected(copy, key, scorer, regenerator) is not None, f"{name} on {key} was used as sound"
     if not tried:
         pytest.skip(f"{name}: neither smoke family offers anything to edit")
+
+
+def test_an_edit_made_without_running_the_family_again_breaks_its_seal(synthetic):
+    """The reward curve: nothing recomputes it, every number still agrees; the seal of the family's files does not."""
+    s = synthetic({"chain_sum": {"before": [0.0, 1.0] * 6, "after": [1.0] * 12}})
+    body, sha = commit.committed(s.out)
+    edits.apply(s.out, "chain_sum", "reward curve edited")
+    result = records.read(files.result(s.out, "chain_sum"), sha)
+    assert verify.family(s.out, body, sha, result, None).reasons == (
+        "families/chain_sum.json changed after the family's run sealed it",)
+    files.write_text(seal.path(s.out, "chain_sum"), "{")
+    assert verify.family(s.out, body, sha, result, None).reasons == ("work/chain_sum/seal.json is unreadable "
+                                                                      "(JSONDecodeError)",)
+
+
+def test_the_report_says_which_checks_could_not_run(synthetic, monkeypatch):
+    s = synthetic({"chain_sum": {"before": [0.0, 1.0] * 6, "after": [1.0] * 12}})
+    monkeypatch.setattr(verify, "regenerated", lambda *args: ([], ["answers drawn again: the committed model tiny "
+                                                                  "cannot be loaded here (OSError: gone)"]))
+    html = report.top(report.load(s.out)).data
+    assert "Checks that could not run</b> on these results: answers drawn again: the committed model tiny cannot be " \
+           "loaded here (OSError: gone)." in html
+
+
+@pytest.mark.parametrize("schema", [2, 3])
+def test_the_schema_a_result_must_meet_is_its_commitments_not_its_own(synthetic, schema):
+    """A result marked as an older schema, its before.json deleted, was read as an old result (checked without
+    its before.json); the commitment says which schema its results are."""
+    s = synthetic({"chain_sum": {"before": [0.0, 1.0] * 6, "after": [1.0] * 12}})
+    body, sha = commit.committed(s.out)
+    assert verify.family(s.out, body, sha, records.read(files.result(s.out, "chain_sum"), sha), None).ok
+    edits.apply(s.out, "chain_sum", f"marked schema {schema}, before.json removed")
+    reasons = verify.family(s.out, body, sha, records.read(files.result(s.out, "chain_sum"), sha), None).reasons
+    assert f"it says schema {schema}, but its predictions were committed under schema {commit.SCHEMA}" in reasons
+    assert any("before.json made against these predictions" in why for why in reasons)
 
 
 def test_the_reasons_name_the_file_and_what_differs(smoke_run, scorer, tmp_path):
@@ -51,17 +98,30 @@ def test_the_reasons_name_the_file_and_what_differs(smoke_run, scorer, tmp_path)
     assert "not the committed ones in order" in line and "uses a training seed" in line
 
 
-def test_a_rejected_family_is_marked_in_the_report_and_trained_again_on_rerun(smoke_run, tmp_path):
+def test_the_forgery_is_found_by_the_report_and_the_rerun_which_trains_the_family_again(smoke_run, scorer, tmp_path,
+                                                                                       capsys):
+    """Issue 40's forgery with the project's own functions: every completion after training rewritten to the gold
+    answer, scored again in the sandbox, the baselines measured again, the summaries recomputed, the family's files
+    sealed again. Every other check holds for it; the answers drawn again from the adapter do not."""
     s, _, _ = smoke_run
     key, other = s.families
     slug = sources.parse(key).slug
     done = records.read(files.result(s.out, slug))
     copy = s.replace(out=str(tmp_path / "run"))
     shutil.copytree(s.out, copy.out)
-    edits.apply(copy.out, key, "one per-task score edited, summaries recomputed")
+    edits.apply(copy.out, key, "the forgery: every completion the gold answer, scored again, baselines measured again",
+                reseal=True)
+    body, sha = commit.committed(copy.out)
+    forged = records.read(files.result(copy.out, slug), sha)
+    assert forged.after.accuracy == 1.0 > done.after.accuracy
+    assert verify.rescored(body, forged, scorer) == [] and seal.check(sha, copy.out, slug) == []
+    reasons = verify.family(copy.out, body, sha, forged, scorer).reasons
+    assert len(reasons) == 1 and reasons[0].startswith("after: ") and "answers drawn again from the committed " \
+        "model and the family's adapter are not the saved ones" in reasons[0]
 
-    status = report.status(report.load(copy.out), key)
-    assert status.startswith(f"corrupt result: families/{slug}.json: after: 1 of ") and "differ when" in status
+    assert main(["report", "--out", copy.out]) == 1  # the report is written, marks the family, and exits 1
+    assert capsys.readouterr().err.startswith(f"error: 1 family is corrupt (the report says so): {key} (families/")
+    assert "answers drawn again" in runner.corrupt(copy.out)[key] and files.report(copy.out).exists()
 
     log: list[str] = []
     assert runner.run(copy, log=log.append).failed == {}
@@ -69,11 +129,28 @@ def test_a_rejected_family_is_marked_in_the_report_and_trained_again_on_rerun(sm
     assert len(said) == 1 and said[0].startswith(f"{key}: ") and f"families/{slug}.json" in said[0]
     assert [line for line in log if ": started" in line] == [f"02 {key}: started"]  # the other one was kept
     aside = files.result(copy.out, slug).with_name(f"{slug}.json{verify.REJECTED}")
-    assert aside.exists() and "differ when the answers are scored again" in \
-        aside.with_name(aside.name + ".why").read_text()
+    assert aside.exists() and "answers drawn again" in aside.with_name(aside.name + ".why").read_text()
     again = records.read(files.result(copy.out, slug))
-    assert isinstance(again, records.FamilyResult) and (again.before, again.after, again.gain) == \
-        (done.before, done.after, done.gain)
+    assert isinstance(again, records.FamilyResult) and (again.before, again.after, again.gain, again.baselines) == \
+        (done.before, done.after, done.gain, done.baselines)
+    assert runner.corrupt(copy.out) == {}
+
+
+def test_a_family_trained_again_finds_what_only_the_seal_sees(smoke_run, tmp_path, capsys):
+    """`python -m proof verify --reproduce`: the tiny model's training on a CPU is deterministic, so a family
+    trained again from the commitment repeats every recorded number but the two edited and sealed again."""
+    s, _, _ = smoke_run
+    key = s.families[0]
+    shutil.copytree(s.out, tmp_path / "run", ignore=shutil.ignore_patterns("checkpoints", "notebooks"))
+    out = str(tmp_path / "run")
+    for name in ("reward curve edited", "scoring timeouts one more, within range"):
+        edits.apply(out, key, name, reseal=True)
+    assert main(["verify", "--out", out]) == 0  # sealed again: no other check sees either
+    capsys.readouterr()
+    assert main(["verify", "--out", out, "--reproduce", key]) == 1
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert [line.split(":")[1].strip() for line in lines] == ["reward_curve", "scoring"], lines
+    assert not (files.work(out, sources.parse(key).slug) / "reproduce").exists()
 
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "smollm2"  # a real run (H200), held out by seed only
@@ -83,7 +160,11 @@ def test_a_real_run_verifies_and_its_edits_are_found(scorer, tmp_path):
     body, sha = commit.committed(EXAMPLE, commit.READABLE)
     key = body["families"][0]
     result = records.read(files.result(EXAMPLE, sources.parse(key).slug), sha)
-    assert verify.family(EXAMPLE, body, sha, result, scorer).reasons == ()  # 400 answers scored again, as they were
+    verdict = verify.family(EXAMPLE, body, sha, result, scorer)
+    assert verdict.reasons == ()  # 400 answers scored again, as they were
+    assert [c.split(" (")[0] for c in verdict.unchecked] == [  # committed under schema 2: published without them
+        "the evaluation before training against the before.json its run kept",
+        "the answers drawn again from the final adapter", "the seal of the family's files"]
     for name in ("one per-task score edited, summaries recomputed", "evaluation starts at a training seed",
                  "scoring answers 12345"):
         copy = tmp_path / name.split()[0]

@@ -117,7 +117,7 @@ def test_impossible_values_are_one_line_naming_the_setting(text, fragment):
 def test_configs_the_source_defines_are_not_built_but_others_are(monkeypatch):
     from shortlist.sources import family
     built = []
-    monkeypatch.setattr(family, "_build_within_budget", lambda source, name, config: built.append(config))
+    monkeypatch.setattr(family, "_build_within_budget", lambda source, name, config: built.append(config) or 10)
     Family("chain_sum")  # its defaults
     Family("chain_sum", {"max_digits": 1, "max_terms": 2})  # its curriculum's level 0
     assert built == []
@@ -160,3 +160,16 @@ def test_a_task_that_cannot_be_built_within_the_budget_is_refused_naming_the_set
     with pytest.raises(FamilyError) as e:
         Family("grow", {"n": 4}, budget_source)  # 4 GiB of question
     assert "one task needs more than 512 MiB of memory to build; lower n" in str(e.value)
+
+
+def test_a_question_far_longer_than_the_family_asks_is_refused_in_one_line():
+    """letter_counting(min_words=100000000) built 50,322-character questions, 347 times its hardest level's,
+    under every bound there was; a config somewhat harder than its curriculum still builds."""
+    with pytest.raises(FamilyError) as e:
+        sources.parse("letter_counting(min_words=100000000, max_words=100000000)")
+    import re
+    assert re.fullmatch(r"letter_counting\(max_words=100000000, min_words=100000000\): one task's question is 50,322 "
+                        r"characters long, \d+ times the longest its own configs ask \(\d+; at most 16 times, or 4,000 "
+                        r"characters\); lower max_words.*", str(e.value)), str(e.value)
+    assert "\n" not in str(e.value)
+    assert len(sources.parse("letter_counting(min_words=30, max_words=60)").task(0)["question"]) > 163

@@ -7,6 +7,7 @@ import secrets
 import socket
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -150,6 +151,45 @@ def test_the_read_rule_grants_imported_packages_not_the_path_entry_above_them(tm
     assert str(package) in readable and str(single) in readable
     secret = str(work / "checkout" / "secret")
     assert [p for p in readable if secret == p or secret.startswith(p.rstrip("/") + "/")] == []
+
+
+def test_the_read_rule_from_the_parent_of_a_checkout_named_shortlist_grants_no_file_of_the_checkout(tmp_path):
+    """Run from the parent of a checkout named `shortlist` (what git clone names it), the package imports as
+    a namespace whose path is the checkout root: an answer confined by the rule still reads the code it
+    imported, and neither the checkout's README nor its tests."""
+    if landlock.abi() < 1:
+        pytest.skip("no Landlock here")
+    import subprocess
+    import sys
+    checkout = Path(landlock.__file__).resolve().parents[2]
+    (tmp_path / "shortlist").symlink_to(checkout, target_is_directory=True)
+    probe = """if True:
+        import json, os
+        import shortlist
+        from shortlist.scoring import isolation, landlock
+        readable = landlock.readable()
+        pid = os.fork()
+        if pid == 0:
+            isolation.no_new_privs()
+            landlock.restrict(landlock.ruleset(readable, os.getcwd(), writable=False))
+            got = {}
+            for name in ("README.md", "tests/conftest.py", "shortlist/scoring/landlock.py"):
+                try:
+                    open(os.path.join(CHECKOUT, name)).read(1)
+                    got[name] = "done"
+                except OSError as e:
+                    got[name] = type(e).__name__
+            print(json.dumps({"namespace": getattr(shortlist, "__file__", None) is None, "read": got,
+                              "readable": readable}))
+            os._exit(0)
+        os.waitpid(pid, 0)
+    """.replace("CHECKOUT", repr(str(checkout)))
+    ran = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                         env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    got = json.loads(ran.stdout)
+    assert got["read"] == {"README.md": "PermissionError", "tests/conftest.py": "PermissionError",
+                           "shortlist/scoring/landlock.py": "done"}, (got["namespace"], got["readable"])
+    assert str(checkout) not in got["readable"]
 
 
 def test_landlock_without_a_writable_directory_allows_no_change_there(tmp_path):

@@ -275,6 +275,35 @@ def test_a_second_run_on_the_same_folder_is_refused_in_one_line_naming_the_first
                 pass
 
 
+def test_a_run_refused_as_busy_in_a_folder_it_saw_as_new_leaves_the_holders_lock(tmp_path):
+    """The race of issue 40: a run sees the folder as new, another makes it and takes its lock, the first is
+    refused as busy; the holder's lock, record and folder stay, so a third run is refused too."""
+    out = tmp_path / "new"
+    with pytest.raises(executors.Busy):
+        with output.removed_if_refused(out, (executors.LOCK, executors.HOLDER), executors.LOCK):  # seen as new
+            holder = subprocess.Popen([sys.executable, "-c", "import os, sys, time\nfrom shortlist import executors\n"
+                                       "os.mkdir(sys.argv[1])\nwith executors.one_run(sys.argv[1]):\n"
+                                       "    print('held', flush=True)\n    time.sleep(600)\n", str(out)],
+                                      stdout=subprocess.PIPE, text=True)
+            assert holder.stdout.readline() == "held\n"
+            with executors.one_run(out):
+                pass
+    try:
+        assert files_in(out) == {executors.LOCK, executors.HOLDER}
+        with pytest.raises(executors.Busy, match=f"pid {holder.pid} "):
+            with executors.one_run(out):
+                pass
+    finally:
+        holder.kill()
+        holder.wait()
+    with pytest.raises(RuntimeError):  # once no run holds it, a refused run's own leftovers go with its folder
+        with output.removed_if_refused(tmp_path / "mine", (executors.LOCK, executors.HOLDER), executors.LOCK):
+            (tmp_path / "mine").mkdir()
+            with executors.one_run(tmp_path / "mine"):
+                raise RuntimeError("refused under the lock")
+    assert not (tmp_path / "mine").exists()
+
+
 def test_who_holds_the_folder_is_said_only_while_it_is_held(tmp_path):
     with executors.one_run(tmp_path):
         assert files_in(tmp_path) == {executors.LOCK, executors.HOLDER}

@@ -70,3 +70,19 @@ def test_building_400_tasks_stays_cheap():
     started = time.monotonic()
     assert [t["seed"] for t in f.tasks(range(400))] == list(range(400))
     assert time.monotonic() - started < 2.0
+
+
+def test_a_task_builder_slow_to_end_is_killed_at_exit_without_a_traceback():
+    """Under load the helper can outlast the wait at exit (seen at load 11-17): here it is stopped (SIGSTOP)
+    before the process exits; the process ends quietly and takes the helper with it."""
+    import os
+    import subprocess
+    import sys
+    probe = ("import os, signal, sys\nfrom shortlist import sources\nfrom shortlist.sources import tasks\n"
+             "tasks.STOP_S = 1\nsources.parse('chain_sum').tasks([0])\n"
+             "os.kill(tasks._helper.pid, signal.SIGSTOP)\nprint(tasks._helper.pid, flush=True)\n")
+    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                         env={k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"})
+    assert ran.returncode == 0 and ran.stderr == "", ran.stderr
+    helper = int(ran.stdout.split()[-1])
+    assert not os.path.exists(f"/proc/{helper}") or open(f"/proc/{helper}/stat").read().split(")")[1].split()[0] == "Z"
