@@ -13,8 +13,7 @@ LAST_NUMBER = trainee.SMOLLM2  # an "Answer:" line, read by its last number
 def toy():
     source.register("toy", "toy_source")  # tests/fixtures/sources/toy_source.py
     yield
-    source.SOURCES.pop("toy", None)
-    source._loaded.pop("toy", None)
+    source.reset()
 
 
 def test_a_scorer_that_pays_any_answer_has_a_guess_rate_of_one(scorer, toy):

@@ -124,8 +124,7 @@ def test_register_and_naming_a_server_write_nothing_into_the_environment():
         source.Choice("openenv", {"env_url": "http://127.0.0.1:9"}).configure()
         assert openenv.url() == "http://127.0.0.1:9" and source.current().modules == (("toy", "toy_source"),)
     finally:
-        source.SOURCES.pop("toy", None)
-        source._loaded.pop("toy", None)
+        source.reset()
         chosen(None)
     assert os.environ == environ
     with pytest.raises(openenv.ServerError, match="no OpenEnv server named"):
@@ -167,5 +166,5 @@ def test_a_source_modules_options_are_flags_of_both_command_lines(tmp_path, monk
         with pytest.raises(source.ChoiceError, match="--env-url is not an option of --source optioned"):
             source.Choice("optioned", {"env_url": "http://x"}).configure()
     finally:
-        source._loaded.pop("optioned", None)
+        source.reset()
         source.Choice().configure()
