@@ -85,7 +85,7 @@ class RayExecutor(Executor):
                                                 "start its nodes with GPUs, or give --cpus-per-job N to run each "
                                                 "job on N CPUs instead"))
         log(f"ray: {len(nodes)} nodes, {self.slots} jobs at once ({need:g} {kind} each)")
-        self.remote = ray.remote(_remote_job)
+        self.task = ray.remote(_remote_job)  # its own name: `remote` is the protocol's boolean (jobs run elsewhere)
 
     def capacity(self) -> int:
         return max(1, self.slots)
@@ -104,7 +104,7 @@ class RayExecutor(Executor):
             for job in jobs:
                 ask = self.ask if not job.alone else ({"num_cpus": self.cpus, "num_gpus": 0} if self.cpus
                                                       else {"num_gpus": 1, "num_cpus": 0})
-                gen = self.remote.options(**ask, max_retries=0, name=job.name).remote(
+                gen = self.task.options(**ask, max_retries=0, name=job.name).remote(
                     job, pack(out, job.reads), cache_key, None if self.cpus else (1 if job.alone else self.per_gpu),
                     env)
                 running[gen] = [job, {"executor": "ray", "slots": self.capacity()}, time.time()]

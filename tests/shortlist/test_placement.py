@@ -355,6 +355,7 @@ def test_a_ray_job_gets_what_it_reads_and_its_writes_come_back_to_the_driver(tmp
     (out / "res" / "ckpt-0").mkdir(parents=True)  # an old unit the job no longer has: pruned at its end
     lines = []
     ex = executors.Placement(executor="ray", per_gpu=2).start(lines.append)
+    assert ex.remote is True  # the protocol's boolean, which the runner reads (its Ray task is another attribute)
     assert ex.capacity() == 4 and "4 jobs at once (0.5 GPU each)" in lines[0]
     [ran] = ex.run([job], out, log=lines.append)
     assert ran.rc == 0 and ran.why is None and ran.where["executor"] == "ray" and ran.where["per_gpu"] == 2
