@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 # only what the parser needs: --help imports no environment, no torch (the rest once the input is parsed)
-from shortlist import defaults, executors, sources
+from shortlist import cli, defaults, executors, sources
 from shortlist.sources import flags
 from shortlist.errors import OneLine
 
@@ -66,16 +66,15 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Exit status: 0 done, 2 input refused (one line), 1 a failure during the work."""
     args = _parser().parse_args(argv)
-    try:  # the run's sources: a local server is served while the command runs, and stopped after
-        chosen = flags.choice(args)
-        with chosen.serving(remote=hasattr(args, "executor") and executors.from_args(args).remote) as chosen:
-            return _families(args) if args.command == "families" else _screen(args, chosen)
-    except OneLine as e:  # a source, an option of it, a local server that did not come up
+    try:  # the run's sources (a local server served while the command runs) and where its jobs run
+        with cli.opened(args) as (chosen, where):
+            return _families(args) if args.command == "families" else _screen(args, chosen, where)
+    except OneLine as e:  # a source, an option of it, a local server that did not come up, a placement
         print(f"error: {e}", file=sys.stderr)
         return e.exit_code
 
 
-def _screen(args, choice) -> int:
+def _screen(args, choice, where) -> int:
     from shortlist import output, trainee
     from shortlist.models import config as models
 
@@ -84,7 +83,6 @@ def _screen(args, choice) -> int:
     try:  # every bad input is one line, before any model loads
         who = trainee.resolve(args.trainee)
         who = who.replace(model=args.model) if args.model else who
-        where = executors.from_args(args)
         if catalog_run:
             plan = _catalog_plan(args, who, choice)
         else:

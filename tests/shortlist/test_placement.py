@@ -34,10 +34,11 @@ def test_visible_gpus_follow_cuda_visible_devices(monkeypatch, value, expected):
     ({"per_gpu": 0}, "--per-gpu 0"),
     ({"per_gpu": "two"}, "--per-gpu two"),
     ({"per_gpu": True}, "--per-gpu True"),
-    ({"per_gpu": 1, "job_gib": 4.0}, "for --per-gpu auto"),
-    ({"per_gpu": "auto", "job_gib": float("nan")}, "--job-gib nan"),
-    ({"address": "10.0.0.1:6379"}, "go with --executor ray"),
-    ({"cpus_per_job": 2.0}, "go with --executor ray"),
+    ({"per_gpu": 1, "options": {"job_gib": 4.0}}, "for --per-gpu auto"),
+    ({"per_gpu": "auto", "options": {"job_gib": float("nan")}}, "--job-gib nan"),
+    ({"options": {"address": "10.0.0.1:6379"}}, "--address goes with --executor ray"),
+    ({"options": {"cpus_per_job": 2.0}}, "--cpus-per-job goes with --executor ray"),
+    ({"options": {"gpus_per_node": 2}}, "--gpus-per-node: no executor takes it"),
 ])
 def test_bad_placements_are_refused_in_one_line(changes, fragment):
     with pytest.raises(executors.PlacementError) as e:
@@ -401,7 +402,7 @@ def test_a_ray_cluster_without_gpus_is_refused_in_one_line():
             "ray.init(num_cpus=1, num_gpus=0, include_dashboard=False)\n"
             "try:\n    executors.Placement(executor='ray').start()\n"
             "except executors.PlacementError as e:\n    print('refused:', e)\n"
-            "print(executors.Placement(executor='ray', cpus_per_job=1).start().capacity())\n")
+            "print(executors.Placement(executor='ray', options={'cpus_per_job': 1}).start().capacity())\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     lines = [line for line in done.stdout.splitlines() if line.startswith("refused:")]
     assert len(lines) == 1, done.stdout + done.stderr
