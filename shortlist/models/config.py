@@ -120,5 +120,5 @@ def identity(name: str) -> dict:
                 for block in iter(lambda: f.read(1 << 24), b""):
                     digest.update(block)
         return {"name": name, "revision": "files:" + digest.hexdigest()[:16]}
-    from shortlist.generation import hf_internals  # transformers' private attribute, behind its adapter
+    from shortlist.models import hf_internals  # transformers' private attribute, behind its adapter
     return {"name": name, "revision": hf_internals.revision(model_config(name))}
