@@ -19,7 +19,8 @@ from proof.settings import Settings
 from shortlist import provenance, sources
 from shortlist.sources import source as source_
 from shortlist.errors import OneLine
-from shortlist.trainee import AUDIT_VERDICTS, Trainee
+from shortlist.rule import AUDIT_VERDICTS
+from shortlist.trainee import Trainee
 
 SCHEMA = 4
 # what a report can read: schema 2 has no held-out record or audit, schema 3 chose unseen questions after the

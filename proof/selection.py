@@ -28,7 +28,8 @@ from pathlib import Path
 
 from shortlist import output, sources
 from shortlist.errors import OneLine
-from shortlist.trainee import AUDIT_VERDICTS, Trainee
+from shortlist.rule import AUDIT_VERDICTS
+from shortlist.trainee import Trainee
 
 ZERO = 3  # "too hard" specs at pass@1 = 0, sampled
 CONTROLS = 2  # "guessable" and "unscorable" specs, sampled, of each

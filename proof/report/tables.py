@@ -13,7 +13,7 @@ from proof.records import FamilyResult
 from proof.report import prose
 from proof.report.load import Report, status
 from proof.report.numbers import ACCURACY, COUNT, SECONDS, SHARE, arrow, ci, p_format
-from shortlist import screening, sources
+from shortlist import rule, screening, sources
 
 
 def _table(rows: list[dict], formats: dict):
@@ -310,7 +310,7 @@ def provenance_table(report: Report):
             ("model revision", b["model"]["revision"] or "–"), ("predictions SHA-256", report.sha),
             ("predictions written", b["written_at"]), ("training first started", starts[0] if starts else "–"),
             ("trainee", ", ".join(f"{k} = {v!r}" for k, v in t.items())),
-            ("rule", report.trainee.rule_text()),
+            ("rule", rule.text(report.trainee)),
             ("settings", ", ".join(f"{k} = {v}" for k, v in b["settings"].items())),
             ("seed ranges", ", ".join(f"{k} {a}..{z - 1}" for k, (a, z) in b["seed_ranges"].items())),
             ("task fingerprints", "SHA-256 of each family's tasks per draw, in predictions.json; every family "
