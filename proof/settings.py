@@ -43,7 +43,7 @@ class SettingsError(OneLine, ValueError):
 
 @dataclass(frozen=True)
 class Settings:
-    trainee: str = setting("qwen3", 'a profile (shortlist/trainee.py), "profile(field=value, ...)", a .json file, '
+    trainee: str = setting(defaults.TRAINEE, 'a profile (shortlist/trainee.py), "profile(field=value, ...)", a .json file, '
                                     "or a record")
     model: str = setting("", 'a hub name, a local folder, or "tiny" (built offline); "": the trainee\'s own')
     families: tuple = setting(sources.DEFAULT, "comma-separated family specs")
