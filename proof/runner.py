@@ -309,7 +309,7 @@ def _check_model(settings: Settings, remote: bool) -> None:
     from shortlist.models import config as models
     models.check_fits(models.model_config(settings.profile.model), settings.profile)
     if not remote:
-        models.check_device(settings.profile.model)
+        models.check_device(settings.profile.model, settings.cpu)
 
 
 def family_job(settings: Settings, key: str, notebook: Path, parameters: dict, elsewhere: bool) -> executors.Job:

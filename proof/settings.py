@@ -69,6 +69,8 @@ class Settings:
                                 (0, 1 << 20))
     fast: bool = setting(True, "static-cache generation in CUDA graphs, compiled training (GPU): speed only, "
                                "same math")
+    cpu: bool = setting(False, "train a model other than the tiny one without a GPU anyway (hours); False: such a "
+                               "run is refused on a machine without one")
     score_deadline_s: float = setting(defaults.SCORE_DEADLINE_S, "seconds a scorer call may take; a longer one "
                                       "scores 0.0", (defaults.SCORE_DEADLINE_MIN_S, defaults.SCORE_DEADLINE_MAX_S))
     # Seed ranges and reserved questions: predict, train and evaluate on disjoint tasks (heldout.py)
@@ -215,7 +217,7 @@ def heldout_walk() -> int:
 DEFAULTS = {f.name: f.default for f in fields(Settings)}  # the seed's protocol, without making (checking) a Settings
 # not compared as the protocol: the source is checked per family, by what served its tasks (commit.py), since a
 # server started here (--env-local) has another port each run; predictions.json records it beside
-SPEED_ONLY = ("out", "families", "sample_batch", "fast", "trainee", "model", "source")
+SPEED_ONLY = ("out", "families", "sample_batch", "fast", "cpu", "trainee", "model", "source")
 
 
 # the ranges validate() holds each setting to, read from the fields (score_deadline_s's is

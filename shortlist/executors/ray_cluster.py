@@ -127,8 +127,7 @@ class RayExecutor(Executor):
         ray = _ray()
         out = Path(out)
         cache_key = hashlib.sha256(f"{socket.gethostname()}:{out.resolve()}".encode()).hexdigest()[:16]
-        # None: unset there too, as here. SHORTLIST_CPU: a CPU cluster (--cpus-per-job) trains what it was told to
-        env = {name: os.environ.get(name) for name in ("OMP_NUM_THREADS", "SHORTLIST_CPU", "HF_HUB_OFFLINE")}
+        env = {name: os.environ.get(name) for name in ("OMP_NUM_THREADS", "HF_HUB_OFFLINE")}  # None: unset there too
         running, ended = {}, []
         try:
             for job in jobs:

@@ -144,7 +144,6 @@ def test_run_all_on_a_machine_without_a_gpu_stops_in_its_first_cell_with_the_one
     from shortlist.models import tiny
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
-    monkeypatch.delenv("SHORTLIST_CPU", raising=False)
     books = {p.name: p for p in NOTEBOOKS}
     model = str(tiny.ensure())  # a folder holding config.json and weights: not the name 'tiny'
     with pytest.raises(nbclient.exceptions.CellExecutionError) as e:

@@ -222,7 +222,6 @@ def test_a_refused_model_writes_nothing_into_a_new_out(no_model_loads, capsys, t
 
     from shortlist.models import tiny
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.delenv("SHORTLIST_CPU", raising=False)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     name = "Qwen/Qwen3-0.6B-typo" if model == "hub" else str(tiny.ensure())  # a folder: not the name 'tiny'
     assert main(["run", "--preset", "smoke", "--model", name, "--out", str(tmp_path / "run")]) == 2

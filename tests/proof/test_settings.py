@@ -164,7 +164,7 @@ def test_from_namespace_takes_only_setting_names():
 
 def test_protocol_leaves_out_where_how_fast_and_the_source_which_each_familys_tasks_record():
     assert set(Settings().as_dict()) - set(Settings().protocol()) == {"out", "families", "sample_batch", "fast",
-                                                                      "trainee", "model", "source"}
+                                                                      "cpu", "trainee", "model", "source"}
 
 
 
