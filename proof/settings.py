@@ -43,14 +43,16 @@ class SettingsError(OneLine, ValueError):
 
 @dataclass(frozen=True)
 class Settings:
-    trainee: str = setting(defaults.TRAINEE, 'a profile (shortlist/trainee.py), "profile(field=value, ...)", a .json file, '
-                                    "or a record")
+    # no "=" in a help: papermill cannot read a parameters line holding two (proof/notebook.py writes it there)
+    trainee: str = setting(defaults.TRAINEE, "a profile (qwen3, smollm2: shortlist/trainee.py), one with overrides "
+                                             "(as --trainee takes them), a .json file, or a record")
     model: str = setting("", 'a hub name, a local folder, or "tiny" (built offline); "": the trainee\'s own')
     families: tuple = setting(sources.DEFAULT, "comma-separated family specs")
     # whose families, with the source's options: a source.Choice, its as_dict(), or None: this process's.
     # Each process that makes the Settings (a notebook's kernel) configures it.
     source: object = setting(None, "whose families, with their options")
-    out: str = setting("results", "every file a run writes goes under this folder")
+    out: str = setting("results", "every file a run writes goes under this folder (a notebook takes a relative "
+                                  "one from the repository root)")
     # GRPO + LoRA (the seed's hyper-parameters)
     steps: int = setting(100, "GRPO steps per family", (1, 100_000))
     prompts_per_step: int = setting(4, "prompts per GRPO step; times the trainee's group: the completions of a "
