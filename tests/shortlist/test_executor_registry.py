@@ -53,21 +53,3 @@ def test_the_builtin_executors_own_their_flags_and_remote():
     assert {name: (kind.remote, sorted(kind.FLAGS)) for name, kind in executors.EXECUTORS.items()} == {
         "local": (False, ["job_gib", "mps"]), "ray": (True, ["address", "cpus_per_job"])}
     assert executors.Placement().remote is False and executors.Placement(options={"mps": False}) == executors.Placement()
-
-
-@pytest.mark.parametrize("command", ["shortlist", "proof"])
-def test_each_command_line_builds_its_placement_once(command, monkeypatch, tmp_path, no_model_loads):
-    """Both main()s built one for the source's serving() and another for the run: a Ray head probed twice."""
-    from proof import runner
-    from proof.__main__ import main as proof_main
-    from shortlist.__main__ import main as shortlist_main
-    built, handed = [], []
-    real = executors.from_args
-    monkeypatch.setattr(executors, "from_args", lambda args: built.append(real(args)) or built[-1])
-    monkeypatch.setattr(runner, "run", lambda settings, where=None: handed.append(where) or runner.Outcome(tmp_path, {}))
-    if command == "proof":
-        assert proof_main(["run", "--preset", "smoke", "--out", str(tmp_path / "p"), "--per-gpu", "2"]) == 0
-        assert handed == built and built[0].per_gpu == 2
-    else:  # refused after the placement is read: --tasks 0
-        assert shortlist_main(["screen", "--all", "--model", "tiny", "--out", str(tmp_path / "c"), "--tasks", "0"]) == 2
-    assert len(built) == 1

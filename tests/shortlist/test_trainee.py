@@ -68,14 +68,6 @@ def test_qwen3_is_the_seeds_default_and_smollm2_its_own_format():
     assert SMOLLM2.clean("3 x 4 = 12. The answer is 12.") == "12"
 
 
-def test_both_command_lines_and_the_settings_default_to_the_one_default_trainee():
-    from proof import settings
-    from shortlist import defaults
-    from shortlist.__main__ import _parser
-    assert trainee.resolve(defaults.TRAINEE) is QWEN3
-    assert _parser().parse_args(["screen"]).trainee == settings.DEFAULTS["trainee"] == defaults.TRAINEE
-
-
 def test_a_trainee_is_frozen_and_round_trips_through_json():
     with pytest.raises(Exception):
         QWEN3.model = "x"  # type: ignore[misc]
