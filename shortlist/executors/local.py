@@ -48,7 +48,8 @@ class Local(Executor):
     @classmethod
     def check(cls, placement) -> None:
         job_gib = placement.option("job_gib")
-        if job_gib is not None and (placement.per_gpu != "auto" or not (math.isfinite(job_gib) and job_gib > 0)):
+        number = isinstance(job_gib, (int, float)) and not isinstance(job_gib, bool) and math.isfinite(job_gib)
+        if job_gib is not None and (placement.per_gpu != "auto" or not (number and job_gib > 0)):
             raise PlacementError(f"--job-gib {job_gib}: a job's peak GPU memory in GiB, a positive number, "
                                  f"for --per-gpu auto")
 

@@ -41,8 +41,11 @@ class Placement:
         if self.executor not in EXECUTORS:
             raise PlacementError(f"--executor {self.executor}: give " + " or ".join(
                 f"{name} ({kind.about})" for name, kind in EXECUTORS.items()))
-        pairs = self.options.items() if isinstance(self.options, dict) else self.options
-        given = tuple(sorted((k, v) for k, v in pairs if v is not None and v is not False))  # False: a switch left off
+        try:
+            pairs = self.options.items() if isinstance(self.options, dict) else self.options
+            given = tuple(sorted((str(k), v) for k, v in pairs if v is not None and v is not False))  # False: off
+        except (TypeError, ValueError):
+            raise PlacementError(f"options={str(self.options)[:80]}: give the executor's flags as a dict") from None
         object.__setattr__(self, "options", given)
         every = _flags()
         for option, _ in given:

@@ -74,9 +74,10 @@ class RayExecutor(Executor):
         if placement.per_gpu == "auto":
             raise PlacementError("--per-gpu auto is for the local executor; on Ray give a number (each job asks "
                                  "for 1/N of a GPU)")
-        if cpus is not None and not (math.isfinite(cpus) and cpus > 0):
+        number = isinstance(cpus, (int, float)) and not isinstance(cpus, bool)
+        if cpus is not None and not (number and math.isfinite(cpus) and cpus > 0):
             raise PlacementError(f"--cpus-per-job {cpus}: give a positive number of CPUs")
-        if not address.strip():
+        if not isinstance(address, str) or not address.strip():
             raise PlacementError("--address: give auto or HOST:PORT of the Ray cluster's head")
         if importlib.util.find_spec("ray") is None:
             raise needs_ray()

@@ -32,6 +32,9 @@ def test_visible_gpus_follow_cuda_visible_devices(monkeypatch, value, expected):
     ({"options": {"address": "10.0.0.1:6379"}}, "--address goes with --executor ray"),
     ({"options": {"cpus_per_job": 2.0}}, "--cpus-per-job goes with --executor ray"),
     ({"options": {"gpus_per_node": 2}}, "--gpus-per-node: no executor takes it"),
+    ({"options": 5}, "give the executor's flags as a dict"),
+    ({"per_gpu": "auto", "options": {"job_gib": "4"}}, "--job-gib 4: a job's peak GPU memory"),
+    ({"executor": "ray", "options": {"cpus_per_job": True}}, "--cpus-per-job True: give a positive number"),
 ])
 def test_bad_placements_are_refused_in_one_line(changes, fragment):
     with pytest.raises(executors.PlacementError) as e:
