@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from shortlist import audit, output, sources  # noqa: E402
+from shortlist import audit, output, rule, sources  # noqa: E402
 from shortlist.scoring import Scorer  # noqa: E402
 from shortlist.trainee import Trainee  # noqa: E402
 
@@ -35,7 +35,7 @@ def main() -> int:
         for r in body["rows"]:
             family = sources.parse(r["spec"])
             a = audit.audit(scorer, trainee.for_source(family.source), family, family.tasks(seeds))
-            now = trainee.rule(r["pass1"], r["mean"], r["signal_correct"], a.ceiling, a.guess.accuracy)
+            now = rule.verdict(trainee, r["pass1"], r["mean"], r["signal_correct"], a.ceiling, a.guess.accuracy)
             rows.append({"spec": r["spec"], "family": r["family"], "level": r["level"], "pass1": r["pass1"],
                          "ceiling": a.ceiling, "golds": a.golds, "guess": a.guess.accuracy, "guess_mean": a.guess.mean,
                          "guess_answer": a.guess.answer, "verdict_then": r["verdict"], "verdict_now": now})

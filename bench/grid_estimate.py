@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from proof import selection  # noqa: E402
 from proof.settings import Settings  # noqa: E402
-from shortlist import output, sources, trainee as trainee_  # noqa: E402
+from shortlist import output, rule, sources, trainee as trainee_  # noqa: E402
 from shortlist.sources import levels as levels_  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -91,7 +91,7 @@ def walk(family: str, levels: dict, t: trainee_.Trainee, optimistic: bool) -> li
         except sources.FamilyError:
             i = levels_.following(family, i, grid=True)
             continue
-        verdict = t.rule(n["pass1"], n["pass1"], n["signal"], n["ceiling"], n["guess"])
+        verdict = rule.verdict(t, n["pass1"], n["pass1"], n["signal"], n["ceiling"], n["guess"])
         out.append({"family": family, "position": position, "spec": spec, **n,
                     "verdict": verdict})
         if verdict == "unscorable":
@@ -184,7 +184,7 @@ def main() -> int:
     settings, cache = Settings(trainee=trainee_.SMOLLM2.as_dict()), {}
 
     def judge(spec, row):  # the proof's own rule; a spec's questions drawn once for both cases
-        if row["verdict"] in trainee_.AUDIT_VERDICTS:
+        if row["verdict"] in rule.AUDIT_VERDICTS:
             return selection.judged_by_the_proof(spec, row, settings)
         if spec not in cache:
             cache[spec] = selection.judged_by_the_proof(spec, row, settings)

@@ -25,7 +25,7 @@ import textwrap
 
 # only what the parser needs: --help imports no environment, no torch (the rest once the input is parsed)
 from proof import settings as settings_
-from shortlist import executors, sources
+from shortlist import cli, executors, sources
 from shortlist.errors import OneLine
 from shortlist.sources import flags
 from shortlist.sources import source as source_
@@ -98,23 +98,21 @@ def main(argv: list[str] | None = None) -> int:
         return _report(args.out)
     if args.command == "verify":
         return _verify(args)
-    try:  # the run's sources: a local server is served while the run runs, and stopped after
-        chosen = flags.choice(args)
-        with chosen.serving(remote=hasattr(args, "executor") and executors.from_args(args).remote) as chosen:
-            return _run(args, chosen)
-    except OneLine as e:  # a source, an option of it, a local server that did not come up
+    try:  # the run's sources (a local server served while the run runs) and where its jobs run
+        with cli.opened(args) as (chosen, where):
+            return _run(args, chosen, where)
+    except OneLine as e:  # a source, an option of it, a local server that did not come up, a placement
         print(f"error: {e}", file=sys.stderr)
         return e.exit_code
 
 
-def _run(args, chosen) -> int:
+def _run(args, chosen, where) -> int:
     try:  # every bad input is one line, before any model loads
         overrides = dict(settings_.parse_override(item) for item in args.set)
         overrides |= {k: v for k, v in (("families", args.families), ("out", args.out), ("model", args.model),
                                          ("trainee", args.trainee)) if v is not None}
         overrides |= _sourced(args, chosen)
         settings = settings_.make(args.preset, **overrides)
-        where = executors.from_args(args)
     except OneLine as e:
         print(f"error: {e}", file=sys.stderr)
         return e.exit_code

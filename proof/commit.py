@@ -19,7 +19,8 @@ from proof.settings import Settings
 from shortlist import provenance, sources
 from shortlist.sources import source as source_
 from shortlist.errors import OneLine
-from shortlist.trainee import AUDIT_VERDICTS, Trainee
+from shortlist.rule import AUDIT_VERDICTS
+from shortlist.trainee import Trainee
 
 SCHEMA = 5
 # what a report can read: schema 2 has no held-out record or audit, schema 3 chose unseen questions after the
@@ -259,7 +260,7 @@ def predict(settings: Settings, log=print) -> tuple[dict, str]:
     from shortlist.models import config as models
     trainee = settings.profile
     models.check_fits(models.model_config(trainee.model), trainee)  # a model that cannot be had, named first
-    models.check_device(trainee.model)  # no GPU for a real model (Run All on a CPU session): the step to take
+    models.check_device(trainee.model, settings.cpu)  # no GPU for a real model (Run All on a CPU session): the step to take
     files.check_writable(settings.out)
     built = {key: family_tasks(settings, key) for key in settings.families}  # the tasks before the model
     compile_cache.use(files.compile_cache(settings.out))  # the families trained after this reuse it

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from proof import commit, heldout
 from proof.settings import Settings
 from shortlist import audit as audit_
-from shortlist import sources
+from shortlist import rule, sources
 from shortlist.trainee import Trainee
 
 MIN_UNSEEN = Settings.min_unseen  # the floor of a run that recorded none: the settings' default
@@ -122,8 +122,8 @@ def _audit(body: dict, screen: dict, tasks: CommittedTasks, trainee: Trainee, sc
         return screen.get("ceiling"), guess, screen["verdict"]
     a = audit_.audit(_need(scorer), trainee, screen["family"], tasks["predict"])
     measured.append("audit")
-    verdict = trainee.rule(screen["pass1"], screen["mean"], screen["signal_correct"], a.ceiling, a.guess.accuracy,
-                           a.verified)
+    verdict = rule.verdict(trainee, screen["pass1"], screen["mean"], screen["signal_correct"], a.ceiling,
+                           a.guess.accuracy, a.verified)
     return a.ceiling, a.guess.as_dict(), verdict
 
 

@@ -5,7 +5,7 @@ Generating through the PEFT model runs every LoRA layer as extra small kernels; 
 W + scale * B @ A as one weight. sync() writes the merged weights in place, so a compiled engine (CUDA
 graphs hold pointers) sees them without recompiling. Only LoRA-adapted weights change during training,
 so only those are copied. What this leans on beyond public API is in its adapters: transformers'
-attributes a copy must not take (shortlist.generation.hf_internals.plain_copy) and the names PEFT and
+attributes a copy must not take (shortlist.models.hf_internals.plain_copy) and the names PEFT and
 torch.compile give wrapped modules (trl_internals.plain_name).
 """
 from __future__ import annotations
@@ -13,7 +13,8 @@ from __future__ import annotations
 import torch
 
 from proof import trl_internals
-from shortlist.generation import engine, hf_internals, sampling
+from shortlist.generation import engine, sampling
+from shortlist.models import hf_internals
 
 
 class InferenceCopy:

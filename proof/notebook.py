@@ -6,12 +6,20 @@ is refused here, in one line (shortlist.errors), before anything else runs.
 """
 from __future__ import annotations
 
+import dataclasses
+import json
+import re
 import warnings
 from pathlib import Path
 
 from proof import settings as settings_
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository: notebooks/, proof/, shortlist/
+# the parameters cell's first lines; Settings writes the rest of its shared part (parameters())
+HEADER = ("# Parameters: the names of proof.settings.Settings, the same in the library and in\n"
+          "# `python -m proof run --set name=value`. Defaults are the seed's protocol on Qwen3-0.6B.\n"
+          "# Written from proof/settings.py by `python -m proof.notebook`; the lines after the settings are\n"
+          "# this notebook's own.\n")
 
 
 def start(namespace: dict) -> settings_.Settings:
@@ -55,3 +63,39 @@ def keep(settings: settings_.Settings, name: str, family: str | None = None) -> 
     dest = files.notebooks(settings.out) / f"{stem}.ipynb"
     files.write_text(dest, nbformat.writes(nb))
     return dest
+
+
+def parameters() -> str:
+    """The part of every notebook's parameters cell that Settings writes: each setting at its default (as
+    a kernel is handed it: Settings.as_dict()), with its help. One source for the three notebooks."""
+    helps = {f.name: f.metadata["help"] for f in dataclasses.fields(settings_.Settings)}
+    if clash := [name for name, text in helps.items() if "=" in text]:  # papermill reads no line with two
+        raise ValueError(f"the help of setting {clash[0]} holds '=': papermill could not read its parameters line")
+    values = settings_.Settings().as_dict()
+    return HEADER + "".join(f"{name} = {value!r}  # {helps[name]}\n" for name, value in values.items())
+
+
+def own(source: str) -> str:
+    """A parameters cell's own lines: those that set a name that is not a setting (02's family)."""
+    names = set(settings_.names())
+    return "".join(line + "\n" for line in source.splitlines()
+                   if (m := re.match(r"(\w+) = ", line)) and m.group(1) not in names)
+
+
+def write_parameters(path: Path) -> bool:
+    """Rewrite a notebook's parameters cell as parameters() and its own lines; True where it changed. The
+    notebook's JSON is edited as it is written (indent 1), so nothing else in the file moves."""
+    book = json.loads(Path(path).read_text(encoding="utf-8"))
+    cell = next(c for c in book["cells"] if "parameters" in c.get("metadata", {}).get("tags", []))
+    old = "".join(cell["source"])
+    new = (parameters() + own(old)).rstrip("\n")
+    if new == old:
+        return False
+    cell["source"] = new.splitlines(keepends=True)
+    Path(path).write_text(json.dumps(book, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return True
+
+
+if __name__ == "__main__":  # python -m proof.notebook: every notebook's parameters cell, from Settings
+    for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        print(f"{notebook.name}: {'rewritten' if write_parameters(notebook) else 'as Settings writes it'}")

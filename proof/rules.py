@@ -26,7 +26,7 @@ import numpy as np
 
 from proof import stats
 from shortlist.screening import BORDERLINE
-from shortlist.trainee import AUDIT_VERDICTS as AUDIT
+from shortlist.rule import AUDIT_VERDICTS as AUDIT
 
 RULE = "Shortlist's rule"
 SECOND = "any correct sample (the second rule)"

@@ -27,7 +27,9 @@ from proof.settings import Settings
 from shortlist import executors, leftovers, output, provenance, sources
 from shortlist.executors import sizing
 
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+# the repository's notebooks/, through proof/notebooks (a link to it), so that an install, which carries them
+# as the package's data, runs the same three
+NOTEBOOKS = Path(__file__).resolve().parent / "notebooks"
 PREDICT, TRAIN, REPORT = "01_predict.ipynb", "02_train_family.ipynb", "03_report.ipynb"
 
 
@@ -335,7 +337,7 @@ def _check_model(settings: Settings, remote: bool) -> None:
     from shortlist.models import config as models
     models.check_fits(models.model_config(settings.profile.model), settings.profile)
     if not remote:
-        models.check_device(settings.profile.model)
+        models.check_device(settings.profile.model, settings.cpu)
 
 
 def family_job(settings: Settings, key: str, notebook: Path, parameters: dict, elsewhere: bool) -> executors.Job:

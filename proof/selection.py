@@ -34,7 +34,8 @@ from pathlib import Path
 
 from shortlist import output, sources
 from shortlist.errors import OneLine, one_line
-from shortlist.trainee import AUDIT_VERDICTS, Trainee
+from shortlist.rule import AUDIT_VERDICTS
+from shortlist.trainee import Trainee
 
 SIDE_MIN = 10  # judged specs on each side of the rule
 JUDGED_MIN = 40  # judged specs in all

@@ -43,14 +43,16 @@ class SettingsError(OneLine, ValueError):
 
 @dataclass(frozen=True)
 class Settings:
-    trainee: str = setting("qwen3", 'a profile (shortlist/trainee.py), "profile(field=value, ...)", a .json file, '
-                                    "or a record")
+    # no "=" in a help: papermill cannot read a parameters line holding two (proof/notebook.py writes it there)
+    trainee: str = setting(defaults.TRAINEE, "a profile (qwen3, smollm2: shortlist/trainee.py), one with overrides "
+                                             "(as --trainee takes them), a .json file, or a record")
     model: str = setting("", 'a hub name, a local folder, or "tiny" (built offline); "": the trainee\'s own')
     families: tuple = setting(sources.DEFAULT, "comma-separated family specs")
     # whose families, with the source's options: a source.Choice, its as_dict(), or None: this process's.
     # Each process that makes the Settings (a notebook's kernel) configures it.
     source: object = setting(None, "whose families, with their options")
-    out: str = setting("results", "every file a run writes goes under this folder")
+    out: str = setting("results", "every file a run writes goes under this folder (a notebook takes a relative "
+                                  "one from the repository root)")
     # GRPO + LoRA (the seed's hyper-parameters)
     steps: int = setting(100, "GRPO steps per family", (1, 100_000))
     prompts_per_step: int = setting(4, "prompts per GRPO step; times the trainee's group: the completions of a "
@@ -69,6 +71,8 @@ class Settings:
                                 (0, 1 << 20))
     fast: bool = setting(True, "static-cache generation in CUDA graphs, compiled training (GPU): speed only, "
                                "same math")
+    cpu: bool = setting(False, "train a model other than the tiny one without a GPU anyway (hours); False: such a "
+                               "run is refused on a machine without one")
     score_deadline_s: float = setting(defaults.SCORE_DEADLINE_S, "seconds a scorer call may take; a longer one "
                                       "scores 0.0", (defaults.SCORE_DEADLINE_MIN_S, defaults.SCORE_DEADLINE_MAX_S))
     # Seed ranges and reserved questions: predict, train and evaluate on disjoint tasks (heldout.py)
@@ -215,7 +219,7 @@ def heldout_walk() -> int:
 DEFAULTS = {f.name: f.default for f in fields(Settings)}  # the seed's protocol, without making (checking) a Settings
 # not compared as the protocol: the source is checked per family, by what served its tasks (commit.py), since a
 # server started here (--env-local) has another port each run; predictions.json records it beside
-SPEED_ONLY = ("out", "families", "sample_batch", "fast", "trainee", "model", "source")
+SPEED_ONLY = ("out", "families", "sample_batch", "fast", "cpu", "trainee", "model", "source")
 
 
 # the ranges validate() holds each setting to, read from the fields (score_deadline_s's is

@@ -264,7 +264,7 @@ def check(settings: Settings, family, log=print) -> Run:
     run.tasks = commit.family_tasks(settings, family, commit.held_out(body, family.key))
     commit.tasks_verified(body, family, run.tasks)
     models.check_fits(models.model_config(settings.profile.model), settings.profile)
-    models.check_device(settings.profile.model)
+    models.check_device(settings.profile.model, settings.cpu)
     return run
 
 

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 # only what the parser needs: --help imports no environment, no torch (the rest once the input is parsed)
-from shortlist import defaults, executors, sources
+from shortlist import cli, defaults, executors, sources
 from shortlist.sources import flags
 from shortlist.errors import OneLine
 
@@ -41,7 +41,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True)
     sc = sub.add_parser("screen", help="sample a model on families and print a verdict per family", description=SCREEN,
                         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=rest)
-    sc.add_argument("--trainee", default="qwen3", help="a profile (qwen3, smollm2), 'profile(field=value, ...)', "
+    sc.add_argument("--trainee", default=defaults.TRAINEE, help="a profile (qwen3, smollm2), 'profile(field=value, ...)', "
                                                        "or a .json file (default: %(default)s)")
     sc.add_argument("--model", help="a hub name, a local folder, or 'tiny' (offline); default: the trainee's own")
     sc.add_argument("--families", help=f"default: {', '.join(sources.DEFAULT)}; with --levels, names only")
@@ -71,16 +71,15 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Exit status: 0 done, 2 input refused (one line), 1 a failure during the work."""
     args = _parser().parse_args(argv)
-    try:  # the run's sources: a local server is served while the command runs, and stopped after
-        chosen = flags.choice(args)
-        with chosen.serving(remote=hasattr(args, "executor") and executors.from_args(args).remote) as chosen:
-            return _families(args) if args.command == "families" else _screen(args, chosen)
-    except OneLine as e:  # a source, an option of it, a local server that did not come up
+    try:  # the run's sources (a local server served while the command runs) and where its jobs run
+        with cli.opened(args) as (chosen, where):
+            return _families(args) if args.command == "families" else _screen(args, chosen, where)
+    except OneLine as e:  # a source, an option of it, a local server that did not come up, a placement
         print(f"error: {e}", file=sys.stderr)
         return e.exit_code
 
 
-def _screen(args, choice) -> int:
+def _screen(args, choice, where) -> int:
     from shortlist import output, trainee
     from shortlist.models import config as models
 
@@ -89,7 +88,6 @@ def _screen(args, choice) -> int:
     try:  # every bad input is one line, before any model loads
         who = trainee.resolve(args.trainee)
         who = who.replace(model=args.model) if args.model else who
-        where = executors.from_args(args)
         if catalog_run:
             plan = _catalog_plan(args, who, choice)
         else:

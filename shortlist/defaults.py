@@ -1,5 +1,6 @@
 """Defaults that the settings, the CLI and the modules that use them share. Kept apart from those
 modules so that reading settings or a report never imports torch."""
+TRAINEE = "qwen3"  # the trainee profile a screen or a proof uses where none is given (trainee.PROFILES)
 SAMPLE_BATCH = 0  # sequences per generate() call; 0: as many as fit (sampling.auto_batch)
 SCORE_DEADLINE_S = 1.0  # a scorer call that takes longer scores 0.0 and costs its process
 SCREEN_TASKS = 24  # tasks per family in screening

@@ -11,9 +11,10 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
 from shortlist import audit as audit_
-from shortlist import defaults, sources
+from shortlist import defaults, rule, sources
 from shortlist.scoring import ScoreCounts, Scorer
-from shortlist.trainee import Trainee, prediction
+from shortlist.rule import prediction
+from shortlist.trainee import Trainee
 
 if TYPE_CHECKING:  # the screen's columns are read where no model is (a report): torch only where one samples
     from shortlist.generation.sampling import Sampler
@@ -82,8 +83,8 @@ def summarize(family: str, groups: list[list[float]], extracted: float, trainee:
 
 def _verdict(trainee: Trainee, pass1: float, mean: float, signal: float, audit: audit_.Audit | None) -> str:
     if audit is None:
-        return trainee.rule(pass1, mean, signal)
-    return trainee.rule(pass1, mean, signal, audit.ceiling, audit.guess.accuracy, audit.verified)
+        return rule.verdict(trainee, pass1, mean, signal)
+    return rule.verdict(trainee, pass1, mean, signal, audit.ceiling, audit.guess.accuracy, audit.verified)
 
 
 def flip(groups: list[list[float]], trainee: Trainee, verdict: str, audit: audit_.Audit | None = None,
@@ -109,9 +110,9 @@ def flip(groups: list[list[float]], trainee: Trainee, verdict: str, audit: audit
     other = 0
     for b in range(resamples):
         if audit is None:
-            again = trainee.rule(pass1[b], mean[b], signal[b])
+            again = rule.verdict(trainee, pass1[b], mean[b], signal[b])
         else:
-            again = trainee.rule(pass1[b], mean[b], signal[b], audit.ceiling if ceiling is None else ceiling[b],
+            again = rule.verdict(trainee, pass1[b], mean[b], signal[b], audit.ceiling if ceiling is None else ceiling[b],
                                  audit.guess.accuracy if guess is None else guess[b], audit.verified)
         other += again != verdict
     return other / resamples

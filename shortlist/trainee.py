@@ -1,4 +1,4 @@
-"""The trainee: which model, how it is asked, how it samples, and Shortlist's rule for it.
+"""The trainee: which model, how it is asked, how it samples, and the thresholds of Shortlist's rule.
 
 Everything that decides what "the model can do" is one frozen record, a Trainee, so the
 screening that predicts and the GRPO run that tests the prediction read the same values, and
@@ -17,48 +17,9 @@ with no truncation, so only top_k, top_p and min_p switched off sample exactly f
 the loss differentiates (Qwen3's own generation_config, top_k=20 and top_p=0.95, would make every
 sample slightly off-policy). Greedy decoding is only for evaluation.
 
-The rule, and why each threshold sits where it does:
-- GRPO's advantage is a reward minus its group's mean, so a group whose rewards are all equal
-  contributes no gradient at all. Only groups that mix correct and incorrect answers push the
-  model towards correctness; groups that differ only in partial credit (which many scorers pay
-  for wrong answers, e.g. 0.05 for garbage in propositional_logic) teach partial credit. So the
-  rule reads the signal on correctness (score >= 1), not on the raw reward.
-- Learnability peaks where p(1-p) does, at pass@1 = 0.5, and vanishes at both ends.
-  pass_min = 0.05: below it fewer than 1 sample in 20 is right; at k = 8 a task with p = 0.05
-  mixes in only 1 - 0.95^8 = 34% of its groups, so most prompts teach nothing. -> "too hard".
-- pass_max = 0.9, on the mean score: the reward itself has under 10% headroom, and greedy
-  accuracy sits well above sampled pass@1 (0.735 vs 0.32 measured on SmolLM2 products), so the
-  greedy evaluation has nothing left to gain. -> "already solved".
-- grpo_signal_min = 0.25: with 4 prompts per step, at least one prompt per step on average must
-  carry a correctness gradient. A family can sit inside the pass@1 band and still fall short,
-  when some tasks are always solved and the rest never are. -> "no signal".
-Three verdicts come before those, from the scorer audit (audit.py), because they say the reward
-cannot tell what the rule needs it to tell:
-- ceiling_min = 0.5: where the gold answer, written as the trainee is asked to write answers and
-  read back by its extraction, scores 1 on fewer than half the tasks, most of the reward measures
-  the extraction, not the model, and "too hard" would be forced (the last number cannot read
-  "cat", nor a fraction whole). -> "unscorable".
-- no answer to check: where no task carries a gold answer or one known to be valid, nothing shows
-  that any completion can score, so a zero pass@1 says nothing of the model. -> "unverified
-  ceiling", never "too hard" by default.
-- guessable: where a policy that does not solve the task (a constant, the most frequent gold answer,
-  another task's answer, or a number or word copied from the question) earns full score on at least
-  as many tasks as the model's own samples (pass@1) and on pass_min of them, it is a way to the
-  reward found as fast as learning is (its answers are sampled at least as often as correct ones)
-  and rewarded as well, so the reward cannot say which GRPO reinforced. -> "guessable". A policy
-  below the model's own pass@1 is no threat to the verdict, however high: printing it would lower
-  the model's reward, and a gain it explains shows as no real learning after training, where the
-  trained model must beat the best policy on the same evaluation tasks (proof/analysis.py). The
-  share is read on the screen's own 24 tasks. Design v1 also called a family guessable wherever a
-  policy reached a fifth of the tasks (guess_min = 0.2), even far below the model: easy products
-  (policy 5/24, SmolLM2 at pass@1 0.8, 0.83 -> 0.99 after training) was then a control the proof
-  could not judge. Design v2 (docs/design-v2.md) dropped that floor, after examples/smollm2-22 and
-  before v3's catalog; guess_min is read from older records and ignored (RETIRED).
-These values were fixed before any proof run (the audit's two on 2026-12-01, before the first proof
-that used them; the policies that read the question, the unverified ceiling and the second reach
-of "guessable" on 2026-12-02, from the design of the test, before the proof that uses them; the
-floor's removal on 2026-12-03, before v3's catalog, the first proof that uses it);
-predictions.json records them.
+Shortlist's rule reads five thresholds, fields of the record here (pass_min, pass_max, grpo_signal_min,
+ceiling_min), so that predictions.json records them with the rest; the rule itself, its
+verdicts and why each threshold sits where it does are rule.py's.
 """
 from __future__ import annotations
 
@@ -70,12 +31,10 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from shortlist import extraction as extraction_
-from shortlist import spec
+from shortlist import rule, spec
 from shortlist.errors import OneLine, one_line
 
 RETIRED = {"guess_min": "design v1's floor: a policy at 0.2 of the tasks was a guess even below the model's own pass@1"}
-VERDICTS = ("improves", "too hard", "already solved", "no signal", "unscorable", "unverified ceiling", "guessable")
-AUDIT_VERDICTS = ("unscorable", "unverified ceiling", "guessable")  # the reward cannot tell: controls, never judged
 SOURCE = None  # a system_prompt or extraction left to the source: each source's own convention (for_source())
 
 
@@ -115,11 +74,11 @@ class Trainee:
     repetition_penalty: float = 1.0
     max_new_tokens: int = 128  # the seed's; a GRPO step is ~95% generation
     group: int = 8  # completions per prompt: GRPO's num_generations, and the k of screening's pass@k
-    # Shortlist's rule
-    pass_min: float = 0.05
-    pass_max: float = 0.9
-    grpo_signal_min: float = 0.25
-    ceiling_min: float = 0.5  # the scorer audit's (audit.py): below it, "unscorable"
+    # Shortlist's rule (rule.py): its thresholds
+    pass_min: float = rule.THRESHOLDS["pass_min"]
+    pass_max: float = rule.THRESHOLDS["pass_max"]
+    grpo_signal_min: float = rule.THRESHOLDS["grpo_signal_min"]
+    ceiling_min: float = rule.THRESHOLDS["ceiling_min"]
 
     def __post_init__(self):
         for f in fields(self):  # 1 means 1.0 where a float is due (JSON, YAML and papermill write ints)
@@ -172,11 +131,8 @@ class Trainee:
             bad("max_new_tokens", "must lie in 1..32768")
         if not 2 <= self.group <= 256:
             bad("group", "must lie in 2..256 (GRPO compares completions within a group)")
-        for name in ("pass_min", "pass_max", "grpo_signal_min", "ceiling_min"):
-            if not 0 <= getattr(self, name) <= 1:
-                bad(name, "must lie in [0, 1]")
-        if not self.pass_min < self.pass_max:
-            bad("pass_min", f"must be below pass_max={self.pass_max}")
+        if refused := rule.refusal(self):
+            bad(*refused)
 
     # how it is asked, and how its answer is read
     def for_source(self, source: str) -> "Trainee":
@@ -211,33 +167,6 @@ class Trainee:
         self._resolved("extraction")
         return extraction_.written(self.extraction, answer)
 
-    # Shortlist's rule
-    def rule(self, pass1: float, mean: float, signal: float, ceiling: float | None = None,
-             guess: float | None = None, checkable: bool = True) -> str:
-        """The verdict from the scorer audit (ceiling, guess: shares of full scores; None: not
-        measured; checkable: some task had an answer to check the ceiling with), then sampled
-        pass@1, mean score and the GRPO signal on correctness."""
-        if not checkable:
-            return "unverified ceiling"
-        if ceiling is not None and ceiling < self.ceiling_min:
-            return "unscorable"
-        if guess is not None and guess >= max(pass1, self.pass_min):
-            return "guessable"
-        if mean >= self.pass_max:
-            return "already solved"
-        if pass1 < self.pass_min:
-            return "too hard"
-        if signal < self.grpo_signal_min:
-            return "no signal"
-        return "improves"
-
-    def rule_text(self) -> str:
-        return (f"unverified ceiling if no task has a gold or known-valid answer; else unscorable if that answer, "
-                f"written as the trainee writes it, scores on < {self.ceiling_min} of the tasks; else guessable if a "
-                f"policy that does not solve the task scores fully on at least pass@1 of them and >= {self.pass_min}; "
-                f"else already solved if mean score >= {self.pass_max}; else too hard if pass@1 < "
-                f"{self.pass_min}; else no signal if GRPO signal on correctness < {self.grpo_signal_min}; else improves")
-
     def sampling(self) -> dict:
         """The fields GRPOConfig and GenerationConfig take under the same names."""
         return {k: getattr(self, k) for k in ("temperature", "top_p", "top_k", "min_p", "repetition_penalty")}
@@ -260,10 +189,6 @@ class Trainee:
 
     def replace(self, **changes) -> "Trainee":
         return Trainee.from_dict(self.as_dict() | changes)
-
-
-def prediction(verdict: str) -> str:
-    return "improves" if verdict == "improves" else "no change"
 
 
 # --- profiles -------------------------------------------------------------------------------------
@@ -292,7 +217,7 @@ SMOLLM2 = register(Trainee(
     profile="smollm2", model="HuggingFaceTB/SmolLM2-135M-Instruct",
     system_prompt="Give the final answer on the last line as 'Answer: <answer>'.",
     enable_thinking=False, extraction="last_number"))
-SMOLLM2_MEASURED = (  # bench/archive/smollm2_profile.py on the H200, 2026-12-01: bench/results/smollm2_profile.h200.txt
+SMOLLM2_MEASURED = (  # bench/smollm2_profile.py on the H200, 2026-12-01: bench/results/smollm2_profile.h200.txt
     "six prompt x extraction candidates, 24 tasks x 8 samples on three easy families and 200 greedy easy "
     "products each: this prompt with the last number scored sampled pass@1 0.30 / 0.16 / 0.27 and greedy "
     "0.720; the longer 'Solve the problem. End your reply with ...' 0.17 / 0.12 / 0.26 and 0.640; no system "

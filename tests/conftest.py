@@ -56,6 +56,10 @@ OPENENV = importlib.util.find_spec("openenv") is not None
 # openenv-core is an optional extra: without it these tests skip, except in CI, which installs it (.ci/run)
 needs_openenv = pytest.mark.skipif(not OPENENV and not os.environ.get("CI"),
                                    reason="openenv-core, an optional extra, is not installed here (CI installs it)")
+# likewise Ray, for --executor ray; a local Ray cluster takes ~10 s to start here: its tests are marked slow
+RAY = importlib.util.find_spec("ray") is not None
+needs_ray = pytest.mark.skipif(not RAY and not os.environ.get("CI"),
+                               reason="Ray, an optional extra, is not installed here (CI installs it)")
 
 
 class OpenEnvServer:

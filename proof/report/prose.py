@@ -1,4 +1,4 @@
-"""The report's words: the banner, the warnings, the headline, one line per family, the captions.
+"""The report's words: the banner, the warnings, the headline, one line per family (the captions are sections.py's).
 
 Each says only what its data shows: "not judged" is never "did not hold", a run with no finished
 family says so, every sentence appears once, and numbers are written as numbers.py writes them.
@@ -8,7 +8,6 @@ corrupt result) is said above the headline.
 from __future__ import annotations
 
 from proof import rules
-from proof.evidence import MIN_UNSEEN
 from proof.records import Corrupt, FamilyResult
 from proof.report.load import Report, marks, status, unchecked
 from proof.report.numbers import interval, p_text, rate
@@ -292,12 +291,6 @@ def confusion_text(report: Report) -> str:
     return f"The rule's accuracy: {rate(held)}, over {page.count(held.n, 'judged spec')}."
 
 
-def caption(report: Report, section: str):
-    """The sentence under a section's title, with the numbers of this run, as HTML: the trainee's
-    extraction (text a user typed) goes in as escaped code, never through Markdown."""
-    return shown(_caption(report, section), extraction=extractions(report))
-
-
 def extractions(report: Report) -> str:
     """The extractions the families were read with, as screening recorded them: the trainee's own, or each
     family's source's where the trainee left it to the source."""
@@ -310,81 +303,6 @@ def shown(text: str, **code: str):
     """A sentence of the report displayed as HTML (page.prose): Markdown would pass data's HTML through live."""
     from IPython.display import HTML
     return HTML(f"<p>{page.prose(text, **code)}</p>")
-
-
-def _prediction_tasks(s: dict, reserved: bool) -> str:
-    """Which tasks the predictions were screened on: the first unreserved ones, or a range of seeds."""
-    first = s["predict_seed"]
-    return f"{s['predict_tasks']} tasks" + (f" (the first from seed {first} whose question is not reserved)"
-                                            if reserved else f" (seeds {first}..{first + s['predict_tasks'] - 1})")
-
-
-def _audit(t) -> str:
-    """The audit's caption: the ceiling and guess rate measured before any model is asked."""
-    return (f"Before any model is asked: the *ceiling* is the share of the prediction tasks whose gold answer (or, "
-            f"where a task has none, an answer its source knows to be valid), written as the trainee is asked to "
-            f"write answers and read back by its extraction "
-            f"{{extraction}}, scores 1 (below {t.ceiling_min}: *unscorable*; "
-            f"no answer to check at all: *unverified ceiling*); the *guess rate* is the best share of full "
-            f"scores over policies that do not solve the task (constants, the most frequent or another task's "
-            f"gold answer, the first, last, largest or smallest number of the question, how many numbers it "
-            f"holds, its last word; a policy that does what the question asks, as number_format's largest number, "
-            f"is the task, not a guess); at least pass@1 and {t.pass_min}, the family is *guessable*. These are trained and reported apart. After training, the best policy on the "
-            f"same evaluation tasks is what the trained model must beat.")
-
-
-def _caption(report: Report, section: str) -> str:
-    s, t = report.settings, report.trainee
-    n = s["eval_n"]
-    reserved = bool(s.get("reserve"))
-    tasks = _prediction_tasks(s, reserved)
-    return {
-        "predictions": f"From {tasks} × {t.group} samples per family, drawn as GRPO draws them (temperature "
-                       f"{t.temperature}, at most {t.max_new_tokens} new tokens). *Signal* is the share of tasks whose "
-                       f"samples disagree: on the raw reward (partial credit included) and on correctness; the rule "
-                       f"reads the latter. *Clipped*: cut at max_new_tokens. *Flip chance*: the share of bootstrap "
-                       f"screens (tasks, then samples, resampled) with another verdict; at {rules.BORDERLINE} or more "
-                       f"the verdict is borderline.",
-        "outcomes": ((f"Greedy answers to the same {n} evaluation tasks before and after {s['steps']} GRPO steps: the "
-                      f"first {n} from seed {s['eval_seed']} whose question is reserved for evaluation. ") if reserved
-                     else (f"Greedy answers to the same {n} tasks before and after {s['steps']} GRPO steps, as this run "
-                           f"recorded them (the next tables keep the tasks the judgement rests on). ")) +
-                    f"The seed's analysis, unchanged: a paired bootstrap ({s['bootstrap_n']:,} resamples) on the mean "
-                    f"score per task; *improved* when p ≤ {s['alpha']} and the gain is positive.",
-        "audit": _audit(t),
-        "heldout": ("Each result rests on its reserved evaluation questions: a keyed hash set them aside before "
-                    "anything was drawn, sized from a census of the family's questions (the estimate is Chao1's). "
-                    if reserved else "Each result rests on its unseen evaluation questions. ") +
-                   f"Families with fewer than {s.get('min_unseen', MIN_UNSEEN)} distinct ones are not judged. The last "
-                   f"columns count each distinct question once (the mean of its tasks), resampled the same way.",
-        "learning": f"The same bootstrap on accuracy (score ≥ 1), on the same tasks as the best policy. *Real "
-                    f"learning*: accuracy rose (p ≤ {s['alpha']}) and is above the best policy's; that is the "
-                    f"outcome the rule is judged on. *Partial credit only*: the score rose, accuracy did not. "
-                    f"*Matched by a policy*: a policy that does not solve the task answers as many right.",
-        "format": f"The share of answers the trainee's extraction {{extraction}} could find, their length, and the share of "
-                  f"completions cut at {t.max_new_tokens} tokens or dominated by one repeated token.",
-        "equivalence": f"A \"no change\" prediction that held is *equivalent* only when an equivalence test (TOST, "
-                       f"margin ±{s['equivalence_margin']}) puts the gain within the margin; otherwise *inconclusive*. "
-                       f"The last columns give the smallest gain the tasks could have detected (80% power).",
-        "examples": f"The first {EXAMPLES} evaluation tasks whose score changed (else the first {EXAMPLES}), answered "
-                    f"greedily before and after training.",
-        "runs": "Wall time of each family's parts, and the decode engine each used.",
-        "curves": f"Per logged step ({s['logging_steps']}): the mean reward, the share of groups whose {t.group} "
-                  f"rewards were all equal (no gradient), and the share of completions cut at max_new_tokens.",
-        "rules": "Each rule predicts *improves* or *no change* from the same committed screens of the judged specs; "
-                 "a hit is a prediction that matches real learning (and, in *hits on score*, the seed's *improved*). "
-                 "Where a rule and Shortlist's disagree, the exact McNemar test compares the specs only one of them "
-                 "got right, Holm-adjusted across the comparisons; *best possible* is what the commitment, before "
-                 "training, said each comparison could reach.",
-        "power": ("Before any training, from the commitment alone: the judged specs each comparator predicts "
-                  "differently from the rule (the only specs that can tell them apart), and the exact p were every "
-                  "one of them to go the rule's way, raw and Holm-adjusted. A comparison with no such spec cannot "
-                  "come out either way. " + ("This run did not record it: it is computed now from its commitment."
-                                             if "power" not in report.body.get("analysis", {}) else "")),
-        "sides": "The rule is tested on both sides: of the judged specs it calls \"improves\", how many really "
-                 "learned (precision); of those it calls \"too hard\", how many learned anyway (its miss rate).",
-        "correlations": "Spearman's ρ between each screening signal and the measured gain, across families.",
-    }[section]
 
 
 EXAMPLES = 3  # answers shown per family, before and after

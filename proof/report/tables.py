@@ -1,4 +1,4 @@
-"""The report's tables and figures, one function each, every cell escaped (completions and prompts are
+"""The report's tables, one function each (figures are figures.py's), every cell escaped (completions and prompts are
 model output and user input: "<answer>" must show, not vanish into, or act as, markup). A row's numbers
 rest on one task set: the counted evaluation tasks, where a table says so."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ from proof.records import FamilyResult
 from proof.report import prose
 from proof.report.load import Report, status
 from proof.report.numbers import ACCURACY, COUNT, SECONDS, SHARE, arrow, ci, p_format
-from shortlist import screening, sources
+from shortlist import rule, screening
 
 
 def _table(rows: list[dict], formats: dict):
@@ -259,16 +259,6 @@ def correlations_table(report: Report):
     return _table(rows, {})
 
 
-def correlations_section(report: Report) -> list:
-    """The caption, the table and the scatter; below MIN_FAMILIES_FOR_RANKS finished families, a sentence."""
-    n = len(report.done())
-    if n < figures.MIN_FAMILIES_FOR_RANKS:
-        return [prose.shown(f"Only {n} {'family' if n == 1 else 'families'} finished: ranks need "
-                         f"{figures.MIN_FAMILIES_FOR_RANKS} at least, so no correlation or scatter is shown.")]
-    return [prose.caption(report, "correlations"), correlations_table(report),
-            figures.show(scatter_figure(report))]
-
-
 def scoring_table(report: Report):
     """How the reward itself behaved: the scorer's oddities per family, screening and training together."""
     return _table([{"family": key, **{c.replace("_", "-"): v for c, v in prose.scoring_counts(report, key).items()}}
@@ -314,7 +304,7 @@ def provenance_table(report: Report):
             ("model revision", b["model"]["revision"] or "–"), ("predictions SHA-256", report.sha),
             ("predictions written", b["written_at"]), ("training first started", starts[0] if starts else "–"),
             ("trainee", ", ".join(f"{k} = {v!r}" for k, v in t.items())),
-            ("rule", report.trainee.rule_text()),
+            ("rule", rule.text(report.trainee)),
             ("settings", ", ".join(f"{k} = {v}" for k, v in b["settings"].items())),
             ("seed ranges", ", ".join(f"{k} {a}..{z - 1}" for k, (a, z) in b["seed_ranges"].items())),
             ("task fingerprints", "SHA-256 of each family's tasks per draw, in predictions.json; every family "
@@ -324,15 +314,3 @@ def provenance_table(report: Report):
             ("versions", ", ".join(f"{k} {v}" for k, v in b["versions"].items() if v)),
             ("scorer sandbox", ", ".join(f"{k}: {v}" for k, v in b["scoring"].get("confinement", {}).items()))]
     return _table([{"": k, "value": v} for k, v in rows], {})
-
-
-def curves_figure(report: Report):
-    return figures.curves(report.done())
-
-
-def forest_figure(report: Report):
-    return figures.forest(report.done())
-
-
-def scatter_figure(report: Report):
-    return figures.scatter(report.done(), report.body["predictions"], report.across.correlations)

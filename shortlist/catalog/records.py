@@ -11,7 +11,8 @@ from shortlist import defaults, output, sources
 from shortlist.errors import OneLine
 from shortlist.screening import METRICS, Screen
 from shortlist.sources import levels as levels_
-from shortlist.trainee import VERDICTS, Trainee, prediction
+from shortlist.rule import VERDICTS, prediction
+from shortlist.trainee import Trainee
 
 OUT = "results/catalog"
 

@@ -33,7 +33,7 @@ import platform
 import time
 from pathlib import Path
 
-from shortlist import executors, output, page, provenance, spec
+from shortlist import executors, output, page, provenance, rule, spec
 from shortlist.executors import sizing
 from shortlist.catalog import store, walk
 from shortlist.catalog.records import OUT, Catalog, CatalogError, Plan, Unreached  # noqa: F401
@@ -152,7 +152,7 @@ def assemble(p: Plan, exits: dict, wall_s: float) -> Catalog:
         if record.get("run") == p.run:  # not a worker of an earlier run into the same folder
             workers.append(record)
     about = {"written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "wall_s": round(wall_s, 1),
-             "model": p.model_identity, "trainee": p.trainee.as_dict(), "rule": p.trainee.rule_text(),
+             "model": p.model_identity, "trainee": p.trainee.as_dict(), "rule": rule.text(p.trainee),
              "settings": {k: v for k, v in p.as_dict().items() if k not in ("trainee", "model_identity", "families",
                                                                           "deadline", "label")}
              | {"families": len(p.families)},

@@ -28,7 +28,8 @@ folder: one_run() holds a lock under it for the whole run.
 The room: placement (the flags, and the executor they start), protocol (what every executor does),
 local, ray_cluster, sizing (--per-gpu auto), jobs (a job and where it ran), launcher (a job's
 process), kill (a job's process tree), signals, lock. A third executor is one module beside local
-and ray_cluster, a subclass of Executor, started by Placement.start().
+and ray_cluster: a subclass of Executor with its own flags, checks, `remote` and start (protocol.py),
+and one entry in placement.EXECUTORS.
 """
 from shortlist.executors.errors import PlacementError
 from shortlist.executors.jobs import (OUT, PLACEMENT, SCRATCH, Job, Ran, describe, launcher, placement_of_this_job,
@@ -36,12 +37,12 @@ from shortlist.executors.jobs import (OUT, PLACEMENT, SCRATCH, Job, Ran, describ
 from shortlist.executors.kill import descendants, stop
 from shortlist.executors.local import Local, visible_gpus
 from shortlist.executors.lock import HOLDER, LOCK, Busy, one_run
-from shortlist.executors.placement import Placement, add_arguments, from_args
+from shortlist.executors.placement import EXECUTORS, Placement, add_arguments, from_args
 from shortlist.executors.protocol import Executor
 from shortlist.executors.signals import Stopped, exit, stop_on_signals
 from shortlist.executors.sizing import auto
 
-__all__ = ["HOLDER", "LOCK", "OUT", "PLACEMENT", "SCRATCH", "Busy", "Executor", "Job", "Local", "Placement", "PlacementError",
+__all__ = ["EXECUTORS", "HOLDER", "LOCK", "OUT", "PLACEMENT", "SCRATCH", "Busy", "Executor", "Job", "Local", "Placement", "PlacementError",
            "Ran", "Stopped", "add_arguments", "auto", "describe", "descendants", "exit", "from_args",
            "launcher", "one_run", "placement_of_this_job", "stop", "stop_on_signals", "visible_gpus",
            "with_peak"]

@@ -63,11 +63,12 @@ def with_peak(where: dict | None) -> dict | None:
     return where
 
 
-def describe(where: dict) -> str:
-    """' on GPU 0 (2 share it)', ' on 10.0.0.5, GPU 1': what the log says where a job started."""
+def describe(where: dict, node: bool = False) -> str:
+    """' on GPU 0 (2 share it)', ' on 10.0.0.5, GPU 1' (node: the executor's jobs run on other machines):
+    what the log says where a job started."""
     gpu = f"GPU {where['gpu']}" if where.get("gpu") not in (None, "") else ""
     share = f" ({where['per_gpu']} share it)" if gpu and (where.get("per_gpu") or 1) > 1 else ""
-    node = where["node"] if where.get("executor") == "ray" else ""
+    node = where["node"] if node else ""
     return (" on " + ", ".join(filter(None, [node, gpu + share]))) if node or gpu else ""
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import socket
@@ -12,6 +13,8 @@ from pathlib import Path
 
 from shortlist import leftovers
 from shortlist import mps as mps_
+from shortlist.executors import sizing
+from shortlist.executors.errors import PlacementError
 from shortlist.executors.jobs import PLACEMENT, Job, Ran, command, describe
 from shortlist.executors.kill import stop
 from shortlist.executors.protocol import Executor
@@ -34,6 +37,32 @@ def visible_gpus() -> list[str]:
 class Local(Executor):
     """Jobs as processes of this machine: per_gpu[gpu] at once on each GPU; no GPU: one at a time."""
     name = "local"
+    about = "this machine's GPUs"
+    FLAGS = {
+        "job_gib": {"type": float, "help": "--per-gpu auto: a job's peak GPU memory, declared, in GiB"},
+        "mps": {"action": "store_true", "elsewhere": "on a Ray cluster start MPS on each node",
+                "help": "local, with --per-gpu above 1: jobs sharing a GPU run side by side through a CUDA MPS "
+                        "daemon the run starts and stops (needs nvidia-cuda-mps-control); without it they take turns"},
+    }
+
+    @classmethod
+    def check(cls, placement) -> None:
+        job_gib = placement.option("job_gib")
+        number = isinstance(job_gib, (int, float)) and not isinstance(job_gib, bool) and math.isfinite(job_gib)
+        if job_gib is not None and (placement.per_gpu != "auto" or not (number and job_gib > 0)):
+            raise PlacementError(f"--job-gib {job_gib}: a job's peak GPU memory in GiB, a positive number, "
+                                 f"for --per-gpu auto")
+
+    @classmethod
+    def placed(cls, placement, log=print, peaks=tuple) -> "Local":
+        """auto decided once, at the start, from each GPU's free memory (sizing.auto); --mps: the daemon started."""
+        gpus = visible_gpus()
+        mps = placement.option("mps", False)
+        if mps and not gpus:
+            raise PlacementError("--mps: no GPU is visible here (CUDA_VISIBLE_DEVICES); run without --mps")
+        counts = sizing.auto(gpus, placement.option("job_gib"), list(peaks()), log) if placement.per_gpu == "auto" \
+            else {gpu: placement.per_gpu for gpu in gpus}
+        return cls(counts, mps_.Service().start() if mps else None)
 
     def __init__(self, per_gpu: dict[str, int], mps: "mps_.Service | None" = None):
         self.mps = mps  # the run's MPS daemon, stopped by close(); its clients are the GPU jobs

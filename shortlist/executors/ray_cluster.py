@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import importlib.util
 import json
 import math
 import os
@@ -57,7 +58,37 @@ class RayExecutor(Executor):
     """Jobs as Ray tasks on an existing cluster (ray.init(address)), or on the one this process already
     joined (ray.is_initialized(): tests start a local cluster with fake GPUs)."""
     name = "ray"
+    about = "a Ray cluster"
     remote = True
+    FLAGS = {
+        "address": {"help": "--executor ray: the cluster's head, auto or HOST:PORT (default: auto)"},
+        "cpus_per_job": {"type": float, "help": "--executor ray on a cluster without GPUs: each job asks for this "
+                                                "many CPUs instead"},
+    }
+
+    @classmethod
+    def check(cls, placement) -> None:
+        """Its options, Ray itself, and a head that answers, before anything is written: ray.init would retry
+        a silent address for many minutes, printing Ray's log all the while."""
+        cpus, address = placement.option("cpus_per_job"), placement.option("address", "auto")
+        if placement.per_gpu == "auto":
+            raise PlacementError("--per-gpu auto is for the local executor; on Ray give a number (each job asks "
+                                 "for 1/N of a GPU)")
+        number = isinstance(cpus, (int, float)) and not isinstance(cpus, bool)
+        if cpus is not None and not (number and math.isfinite(cpus) and cpus > 0):
+            raise PlacementError(f"--cpus-per-job {cpus}: give a positive number of CPUs")
+        if not isinstance(address, str) or not address.strip():
+            raise PlacementError("--address: give auto or HOST:PORT of the Ray cluster's head")
+        if importlib.util.find_spec("ray") is None:
+            raise needs_ray()
+        if silent := head_silent(address):
+            raise PlacementError(f"cannot join a Ray cluster at --address {address}: nothing answers there "
+                                 f"({silent}) (start one with `ray start --head`)")
+
+    @classmethod
+    def placed(cls, placement, log=print, peaks=tuple) -> "RayExecutor":
+        """Ray joined (or the cluster this process already joined), its nodes read for the slots a job takes."""
+        return cls(placement.option("address", "auto"), placement.per_gpu, placement.option("cpus_per_job"), log)
 
     def __init__(self, address: str, per_gpu: int, cpus_per_job: float | None, log=print):
         ray = _ray()
@@ -85,7 +116,7 @@ class RayExecutor(Executor):
                                                 "start its nodes with GPUs, or give --cpus-per-job N to run each "
                                                 "job on N CPUs instead"))
         log(f"ray: {len(nodes)} nodes, {self.slots} jobs at once ({need:g} {kind} each)")
-        self.remote = ray.remote(_remote_job)
+        self.task = ray.remote(_remote_job)  # its own name: `remote` is the protocol's boolean (jobs run elsewhere)
 
     def capacity(self) -> int:
         return max(1, self.slots)
@@ -97,17 +128,16 @@ class RayExecutor(Executor):
         ray = _ray()
         out = Path(out)
         cache_key = hashlib.sha256(f"{socket.gethostname()}:{out.resolve()}".encode()).hexdigest()[:16]
-        # None: unset there too, as here. SHORTLIST_CPU: a CPU cluster (--cpus-per-job) trains what it was told to
-        env = {name: os.environ.get(name) for name in ("OMP_NUM_THREADS", "SHORTLIST_CPU", "HF_HUB_OFFLINE")}
+        env = {name: os.environ.get(name) for name in ("OMP_NUM_THREADS", "HF_HUB_OFFLINE")}  # None: unset there too
         running, ended = {}, []
         try:
             for job in jobs:
                 ask = self.ask if not job.alone else ({"num_cpus": self.cpus, "num_gpus": 0} if self.cpus
                                                       else {"num_gpus": 1, "num_cpus": 0})
-                gen = self.remote.options(**ask, max_retries=0, name=job.name).remote(
+                gen = self.task.options(**ask, max_retries=0, name=job.name).remote(
                     job, pack(out, job.reads), cache_key, None if self.cpus else (1 if job.alone else self.per_gpu),
                     env)
-                running[gen] = [job, {"executor": "ray", "slots": self.capacity()}, time.time()]
+                running[gen] = [job, {"executor": self.name, "slots": self.capacity()}, time.time()]
             while running:
                 ready, _ = ray.wait(list(running), num_returns=1, timeout=1.0)
                 for gen in ready:
@@ -122,7 +152,7 @@ class RayExecutor(Executor):
                     if kind == "started":
                         where.update(message[1])
                         running[gen][2] = time.time()
-                        log(f"{job.name}: started{describe(where)}")
+                        log(f"{job.name}: started{describe(where, node=self.remote)}")
                     elif kind == "files":
                         for rel, data in message[1].items():
                             output.write_bytes(out / rel, data)
@@ -286,7 +316,7 @@ def _remote_job(job: Job, shipped: dict, cache_key: str, per_gpu: int | None, en
             (out / rel).parent.mkdir(parents=True, exist_ok=True)
             (out / rel).symlink_to(cache, target_is_directory=True)
         gpus = [str(g) for g in ray.get_gpu_ids()]
-        where = {"executor": "ray", "node": ray.util.get_node_ip_address(), "slot": None, "gpu": ",".join(gpus) or None,
+        where = {"executor": RayExecutor.name, "node": ray.util.get_node_ip_address(), "slot": None, "gpu": ",".join(gpus) or None,
                  "per_gpu": per_gpu if gpus else None}
         yield ("started", where)
         child_env = {k: v for k, v in os.environ.items() if k not in env} | {k: v for k, v in env.items() if v}

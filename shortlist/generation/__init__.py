@@ -1,3 +1,3 @@
 """Drawing completions as GRPO draws them: the Sampler (sampling.py), the fast decoder and its
-self-check (engine.py), transformers' private internals it leans on (hf_internals.py), and
-torch.compile's caches (compile_cache.py)."""
+self-check (engine.py), and torch.compile's caches (compile_cache.py). The private internals of
+transformers it leans on are models/hf_internals.py's, where a model's revision is read too."""

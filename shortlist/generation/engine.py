@@ -1,7 +1,7 @@
 """The fast decode engine, and the checks that keep it from ever being silently wrong.
 
 decode_static() does what generate()'s sampling loop does, op for op, on a static KV cache whose
-decode step replays as a CUDA graph. It leans on generate()'s private helpers (hf_internals.py), so
+decode step replays as a CUDA graph. It leans on generate()'s private helpers (models/hf_internals.py), so
 it is right only where it was checked: under transformers 5.17 it decoded 'The-----...' for every completion
 (0 of 32 greedy completions equal to generate()'s), under 5.24 32 of 32. Hence two gates:
 - a version gate: outside VERIFIED it is never used;
@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 import torch
 import transformers
 
-from shortlist.generation import hf_internals
+from shortlist.models import hf_internals
 
 VERIFIED = ("5.24.0",)  # transformers versions on which decode_static equalled generate() token for token
 CHECK_TOKENS = 24  # greedy tokens compared per row by the self-check

@@ -25,7 +25,8 @@ import transformers
 from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
 from shortlist import defaults
-from shortlist.generation import engine, hf_internals
+from shortlist.generation import engine
+from shortlist.models import hf_internals
 from shortlist.generation.engine import completion_ids, quiet
 from shortlist.models import tiny
 from shortlist.models.config import ModelError, model_config, positions

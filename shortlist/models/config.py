@@ -7,7 +7,6 @@ check costs a second where the load would cost a minute.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from shortlist.models import tiny
@@ -18,23 +17,24 @@ class ModelError(OneLine, RuntimeError):
     """A model that cannot be loaded; the message is one line and says what to do instead."""
 
 
-CPU_OK = "SHORTLIST_CPU"  # =1: train a real model on a machine without a GPU anyway
 # the way to the offline model, spelled as each place where a model is given spells it
 TINY_HINT = "the tiny model, offline (model = 'tiny' in a notebook, --model tiny on a command line)"
 
 
-def check_device(name: str) -> None:
+def check_device(name: str, cpu: bool = False) -> None:
     """A model other than the tiny one trains for hours without a GPU: a session without one (Kaggle's
-    default accelerator is none) is told, in one line, the one step to take, before anything runs."""
-    if name == tiny.NAME or os.environ.get(CPU_OK) == "1":
+    default accelerator is none) is told, in one line, the one step to take, before anything runs.
+    cpu: the run was told to train it on the CPU anyway (the proof's setting `cpu`)."""
+    if name == tiny.NAME or cpu:
         return
     import torch
     if torch.cuda.is_available():
         return
     raise ModelError(f"no GPU here for model {name!r}: turn one on (Kaggle: Settings > Accelerator > GPU T4 x2), "
                      "or try the pipeline offline on the tiny model (its numbers mean nothing): model = 'tiny' in "
-                     "a notebook's parameters, --preset smoke on the command line (the smoke run, minutes), or set "
-                     f"{CPU_OK}=1 to train it on the CPU anyway (hours)")
+                     "a notebook's parameters, --preset smoke on the command line (the smoke run, minutes), or "
+                     "train it on the CPU anyway (hours): cpu = True in a notebook's parameters, --set cpu=True on "
+                     "the command line")
 
 
 def _is_path(name: str) -> bool:
@@ -120,5 +120,5 @@ def identity(name: str) -> dict:
                 for block in iter(lambda: f.read(1 << 24), b""):
                     digest.update(block)
         return {"name": name, "revision": "files:" + digest.hexdigest()[:16]}
-    from shortlist.generation import hf_internals  # transformers' private attribute, behind its adapter
+    from shortlist.models import hf_internals  # transformers' private attribute, behind its adapter
     return {"name": name, "revision": hf_internals.revision(model_config(name))}

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import ctypes
 
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+from shortlist.libc import libc
+
 _MADV_HUGEPAGE, _MADV_COLLAPSE = 14, 25
 _HUGE = 2 << 20
 
@@ -28,7 +28,8 @@ def collapse() -> int:
             continue
         start, end = -(-low // _HUGE) * _HUGE, high // _HUGE * _HUGE  # whole 2 MiB pages inside the region
         if end > start:
-            _libc.madvise(start, end - start, _MADV_HUGEPAGE)  # keep khugepaged from splitting them back
-            if _libc.madvise(start, end - start, _MADV_COLLAPSE) == 0:
+            span = (ctypes.c_void_p(start), ctypes.c_size_t(end - start))  # typed: an address is wider than an int
+            libc.madvise(*span, _MADV_HUGEPAGE)  # keep khugepaged from splitting them back
+            if libc.madvise(*span, _MADV_COLLAPSE) == 0:
                 done += end - start
     return done >> 20

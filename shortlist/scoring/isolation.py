@@ -21,6 +21,7 @@ import os
 import resource
 import signal
 
+from shortlist.libc import libc
 from shortlist.process import die_with_parent  # noqa: F401  the scorer's processes die with their parent too
 
 UNPRIVILEGED = 65534  # nobody/nogroup: where the project runs as root, answers run as this uid and gid
@@ -33,11 +34,6 @@ _PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_CAPBSET_DROP = 1, 4, 24
 _PR_SET_NO_NEW_PRIVS, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 38, 47, 4
 _PR_SET_CHILD_SUBREAPER = 36
 _SYS_CAPSET = 126  # x86-64; elsewhere capset() fails and the capability check below reports it
-
-
-@functools.cache
-def _libc():
-    return ctypes.CDLL(None, use_errno=True)
 
 
 @functools.cache
@@ -55,7 +51,7 @@ def _page_bytes() -> int:
 
 
 def _prctl(option: int, arg: int = 0) -> bool:
-    return _libc().prctl(option, ctypes.c_ulong(arg), 0, 0, 0) == 0
+    return libc.prctl(option, ctypes.c_ulong(arg), 0, 0, 0) == 0
 
 
 def enter_namespaces() -> dict:
@@ -67,13 +63,13 @@ def enter_namespaces() -> dict:
     held = "root"
     if os.geteuid() != 0:
         uid, gid = os.geteuid(), os.getegid()
-        if _libc().unshare(_CLONE_NEWUSER) != 0:
+        if libc.unshare(_CLONE_NEWUSER) != 0:
             return {"namespaces_held_by": "none", "network_namespace": False, "pid_namespace": False}
         for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
             with open(f"/proc/self/{name}", "w") as f:
                 f.write(text)
         held = "user namespace"
-    net, pid = _libc().unshare(_CLONE_NEWNET) == 0, _libc().unshare(_CLONE_NEWPID) == 0
+    net, pid = libc.unshare(_CLONE_NEWNET) == 0, libc.unshare(_CLONE_NEWPID) == 0
     return {"namespaces_held_by": held if net or pid else "none", "network_namespace": net, "pid_namespace": pid}
 
 
@@ -90,12 +86,12 @@ class PidNamespaces:
     def __init__(self, wanted: bool = True):
         _prctl(_PR_SET_CHILD_SUBREAPER, 1)
         self._own = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
-        self.available = wanted and _owned_here(self._own) and _libc().unshare(_CLONE_NEWPID) == 0
+        self.available = wanted and _owned_here(self._own) and libc.unshare(_CLONE_NEWPID) == 0
         if self.available:
             self._back()
 
     def fork(self) -> int:
-        if self.available and _libc().unshare(_CLONE_NEWPID) != 0:
+        if self.available and libc.unshare(_CLONE_NEWPID) != 0:
             raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWPID)")
         pid = os.fork()
         if pid and self.available:
@@ -103,7 +99,7 @@ class PidNamespaces:
         return pid
 
     def _back(self) -> None:
-        if _libc().setns(self._own, _CLONE_NEWPID) != 0:  # the probe above makes this a bug, never a fallback
+        if libc.setns(self._own, _CLONE_NEWPID) != 0:  # the probe above makes this a bug, never a fallback
             raise OSError(ctypes.get_errno(), "setns() back into this process's own PID namespace")
 
 
@@ -122,17 +118,17 @@ def _owned_here(namespace_fd: int) -> bool:
 def own_ipc() -> bool:
     """An IPC namespace of its own: SysV shared memory, semaphores, message queues and POSIX
     message queues made in it die with it."""
-    return _libc().unshare(_CLONE_NEWIPC) == 0
+    return libc.unshare(_CLONE_NEWIPC) == 0
 
 
 def scratch_tmpfs(home: str, megabytes: int, owner: int | None) -> bool:
     """Mount a tmpfs of this size on home, in a mount namespace of this process's own whose mounts
     propagate nowhere: everything written beneath home counts against it, nobody else sees it, and it
     is gone when the process dies."""
-    if _libc().unshare(_CLONE_NEWNS) != 0 or _libc().mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
+    if libc.unshare(_CLONE_NEWNS) != 0 or libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
         return False
     options = f"size={megabytes}m,nr_inodes=4096,mode=0700" + (f",uid={owner},gid={owner}" if owner is not None else "")
-    return _libc().mount(b"tmpfs", home.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, options.encode()) == 0
+    return libc.mount(b"tmpfs", home.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, options.encode()) == 0
 
 
 def kill_tree(pid: int) -> None:
@@ -215,7 +211,7 @@ def drop_privileges(real_root: bool, last_cap: int) -> str:
     process now is, e.g. '65534:65534' or '1000:1000'."""
     for cap in range(last_cap + 1):
         _prctl(_PR_CAPBSET_DROP, cap)  # no later exec can bring any back
-    _libc().prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
     if real_root:
         try:
             os.setgroups([])
@@ -224,7 +220,7 @@ def drop_privileges(real_root: bool, last_cap: int) -> str:
         except OSError:  # a container without CAP_SETUID: the uid stays, and the record says so
             pass
     header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
-    _libc().syscall(_SYS_CAPSET, header, (ctypes.c_uint32 * 6)())  # inside a user namespace: drop them here
+    libc.syscall(_SYS_CAPSET, header, (ctypes.c_uint32 * 6)())  # inside a user namespace: drop them here
     return f"{_outside('uid_map', os.getuid())}:{_outside('gid_map', os.getgid())}"
 
 

@@ -23,7 +23,8 @@ import site
 import stat
 import sys
 
-_libc = ctypes.CDLL(None, use_errno=True)
+from shortlist.libc import libc
+
 _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446  # the same numbers on every architecture
 _VERSION = 1  # landlock_create_ruleset flag: return the ABI version
 _RULE_PATH_BENEATH = 1
@@ -47,7 +48,7 @@ class _PathBeneathAttr(ctypes.Structure):
 
 def abi() -> int:
     """The kernel's Landlock ABI version; 0 where Landlock is absent or refused."""
-    return max(0, _libc.syscall(_CREATE_RULESET, None, 0, _VERSION))
+    return max(0, libc.syscall(_CREATE_RULESET, None, 0, _VERSION))
 
 
 def _handled(version: int) -> int:
@@ -105,7 +106,7 @@ def ruleset(readable: list[str], home: str, writable: bool) -> int | None:
         return None
     fs = _handled(version)
     attr = _RulesetAttr(fs, 0b11 if version >= 4 else 0, 0b11 if version >= 6 else 0)
-    fd = _libc.syscall(_CREATE_RULESET, ctypes.byref(attr), 8 if version < 4 else 16 if version < 6 else 24, 0)
+    fd = libc.syscall(_CREATE_RULESET, ctypes.byref(attr), 8 if version < 4 else 16 if version < 6 else 24, 0)
     if fd < 0:
         return None
     rules = [(p, _READ) for p in readable] + [(home, fs if writable else _READ),
@@ -118,7 +119,7 @@ def ruleset(readable: list[str], home: str, writable: bool) -> int | None:
         try:
             if not stat.S_ISDIR(os.fstat(target).st_mode):
                 rights &= _FILE_ONLY
-            if _libc.syscall(_ADD_RULE, fd, _RULE_PATH_BENEATH, ctypes.byref(_PathBeneathAttr(rights & fs, target)), 0):
+            if libc.syscall(_ADD_RULE, fd, _RULE_PATH_BENEATH, ctypes.byref(_PathBeneathAttr(rights & fs, target)), 0):
                 os.close(fd)
                 return None
         finally:
@@ -135,6 +136,6 @@ def restrict(fd: int | None) -> int | None:
     if fd is None:
         return None
     try:
-        return abi() if _libc.syscall(_RESTRICT_SELF, fd, 0) == 0 else None
+        return abi() if libc.syscall(_RESTRICT_SELF, fd, 0) == 0 else None
     finally:
         os.close(fd)

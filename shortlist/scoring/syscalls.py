@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import functools
 import os
+
+from shortlist.libc import libc
 
 # facilities no scoring process uses: new programs, the network, devices, other processes'
 # memory, mounts (bar mount() itself, which an answer process needs for its scratch tmpfs before it
@@ -42,11 +43,6 @@ ANSWER = KERNEL + ("mount", "memfd_create", "fork", "vfork", "kill", "tkill", "t
 _CLONE_THREAD = 0x10000
 _PR_SET_DUMPABLE, _PR_SET_PTRACER, _PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP = 4, 0x59616D61, 38, 22
 _SECCOMP_MODE_FILTER = 2
-
-
-@functools.cache
-def _libc():
-    return ctypes.CDLL(None, use_errno=True)
 
 
 class _SockFprog(ctypes.Structure):
@@ -104,6 +100,6 @@ def load(program: bytes | None) -> bool:
         return False
     buffer = ctypes.create_string_buffer(program, len(program))
     fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))  # 8 bytes per instruction
-    if _libc().prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         return False
-    return _libc().prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) == 0
+    return libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) == 0

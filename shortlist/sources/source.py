@@ -83,11 +83,27 @@ class ChoiceError(OneLine, ValueError):
 
 def register(name: str, module: str) -> None:
     """Make a source module known under a name (an identifier: family specs spell `name.family`), in this
-    process; a run's Choice carries it to the others."""
+    process; a run's Choice carries it to the others. A name already taken by another module is refused
+    (a built-in one too): families spelled `name.family` would silently change meaning; the same module
+    again is a no-op."""
     if not name.isidentifier():
         raise ValueError(f"source name {name!r}: use letters, digits and _ only")
+    if SOURCES.get(name, module) != module:
+        raise ChoiceError(f"source name {name!r} is taken by {SOURCES[name]}: register {module} under another name")
     SOURCES[name] = module
-    _loaded.pop(name, None)
+
+
+def reset() -> None:
+    """Forget every source registered in this process (the built-in ones stay, imported once), and the
+    choice configured here: a test that registers a source leaves the registry as it found it."""
+    global _current
+    for name in [n for n in SOURCES if n not in BUILT_IN]:
+        del SOURCES[name]
+        _loaded.pop(name, None)
+        _options.pop(name, None)
+    SOURCES.update(BUILT_IN)
+    if _current.name not in BUILT_IN:
+        _current = Choice()
 
 
 _loaded: dict[str, ModuleType] = {}

@@ -40,6 +40,20 @@ def test_parameters_cell_speaks_the_librarys_names_and_defaults(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_the_parameters_cell_is_written_from_settings_and_only_its_own_lines_differ(path, tmp_path):
+    """One source for the three cells: Settings' defaults and help (python -m proof.notebook writes them)."""
+    from proof import notebook
+    nb = nbformat.read(path, as_version=4)
+    [cell] = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    assert cell.source == (notebook.parameters() + notebook.own(cell.source)).rstrip("\n")
+    assert notebook.own(cell.source).count("\n") == (0 if path.name.startswith("01") else 1)  # family, publish
+    stale = tmp_path / path.name
+    stale.write_text(path.read_text().replace("steps = 100  #", "steps = 7  #"))  # a cell edited by hand
+    assert notebook.write_parameters(stale) and stale.read_text() == path.read_text()
+    assert not notebook.write_parameters(stale)  # as Settings writes it: left alone
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_cells_hold_no_logic_the_library_lacks(path):
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
@@ -144,7 +158,6 @@ def test_run_all_on_a_machine_without_a_gpu_stops_in_its_first_cell_with_the_one
     from shortlist.models import tiny
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
-    monkeypatch.delenv("SHORTLIST_CPU", raising=False)
     books = {p.name: p for p in NOTEBOOKS}
     model = str(tiny.ensure())  # a folder holding config.json and weights: not the name 'tiny'
     with pytest.raises(nbclient.exceptions.CellExecutionError) as e:

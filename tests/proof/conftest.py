@@ -44,7 +44,7 @@ def synthetic(tmp_path, monkeypatch):
     from proof.records import Evaluation
     from shortlist import sources
     from shortlist import screening
-    from shortlist import trainee
+    from shortlist import rule
 
     def make(cases: dict, not_run: tuple = (), **overrides):
         n = len(next((c["before"] for c in cases.values() if "before" in c), range(24)))  # none finished: 24
@@ -55,7 +55,7 @@ def synthetic(tmp_path, monkeypatch):
             case = cases.get(key, {})
             verdict = "improves" if case.get("prediction", "improves") == "improves" else "too hard"
             screens.append(screening.summarize(key, [[1.0, 0.0] * 4] * 8, 1.0, s.profile).as_dict()
-                           | case.get("screen", {}) | {"verdict": verdict, "prediction": trainee.prediction(verdict)})
+                           | case.get("screen", {}) | {"verdict": verdict, "prediction": rule.prediction(verdict)})
         tasks = {key: {"predict": "0" * 64, "train": "0" * 64, "eval": "0" * 64} for key in s.families}
         seeds = list(range(s.eval_seed, s.eval_seed + n))
         held = {key: heldout.HeldOut(seeds, (), n, cases.get(key, {}).get("groups", range(n)), "0" * 64)

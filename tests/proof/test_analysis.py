@@ -99,7 +99,7 @@ def test_correlations_rank_signals_against_gains(synthetic):
     assert by["pass1"]["score gain"]["rho"] == pytest.approx(1.0)
     assert by["learnability"]["accuracy gain"]["rho"] == pytest.approx(-1.0)
     assert by["signal_raw"]["score gain"]["rho"] is None  # the same for every family
-    assert len(report.scatter_figure(r).axes) == len(analysis.SIGNALS)
+    assert len(report.SECTIONS["correlations"].figure(r).axes) == len(analysis.SIGNALS)
 
 
 def test_the_plan_and_what_each_comparison_could_show_are_committed_with_the_predictions(synthetic):

@@ -13,8 +13,7 @@ from shortlist.sources import source
 def toy():
     source.register("toy", "toy_source")  # tests/fixtures/sources/toy_source.py: "Repeat the number n."
     yield
-    source.SOURCES.pop("toy", None)
-    source._loaded.pop("toy", None)
+    source.reset()
 
 
 def questions(tasks):

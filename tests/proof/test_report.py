@@ -104,8 +104,9 @@ def test_figures_are_drawn_for_finished_families_only(synthetic):
     s = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP},
                    "leg_counting": {"failed": "x"}})
     r = report.load(s.out)
-    assert len([ax for ax in report.curves_figure(r).axes if ax.has_data()]) == 1
-    assert len(report.forest_figure(r).axes[0].get_yticklabels()) == 1
+    curves, forest = (report.SECTIONS[key].figure for key in ("curves", "forest"))
+    assert len([ax for ax in curves(r).axes if ax.has_data()]) == 1
+    assert len(forest(r).axes[0].get_yticklabels()) == 1
 
 
 def test_rendered_when_jupyters_search_path_misses_nbconverts_install(smoke_run, tmp_path):
@@ -274,11 +275,12 @@ def test_figures_of_long_family_specs_draw_without_a_layout_warning(synthetic):
            "operators=['+', '-'])"
     s = synthetic({long: {"before": HELD_UP, "after": UP}, "chain_sum": {"before": HELD_UP, "after": UP}})
     r = report.load(s.out)
+    curves, forest = (report.SECTIONS[key].figure for key in ("curves", "forest"))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        for fig in (report.forest_figure(r), report.curves_figure(r)):
+        for fig in (forest(r), curves(r)):
             fig.canvas.draw()
-    assert max(len(line) for t in report.forest_figure(r).axes[0].get_yticklabels()
+    assert max(len(line) for t in forest(r).axes[0].get_yticklabels()
                for line in t.get_text().splitlines()) <= 40
 
 

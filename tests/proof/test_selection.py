@@ -5,7 +5,7 @@ import pytest
 
 from proof import selection
 from proof.settings import Settings
-from shortlist import trainee
+from shortlist import rule, trainee
 
 
 def row(family, level, verdict, pass1=0.0, learnability=0.1):
@@ -18,7 +18,7 @@ def catalog(rows):
 
 
 def every_one_judged(spec, r):  # a stand-in for the proof's draw: every non-audit spec has its questions
-    return selection.judged_by_the_proof(spec, r, None) if r["verdict"] in trainee.AUDIT_VERDICTS else []
+    return selection.judged_by_the_proof(spec, r, None) if r["verdict"] in rule.AUDIT_VERDICTS else []
 
 
 def wide():

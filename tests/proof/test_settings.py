@@ -164,7 +164,7 @@ def test_from_namespace_takes_only_setting_names():
 
 def test_protocol_leaves_out_where_how_fast_and_the_source_which_each_familys_tasks_record():
     assert set(Settings().as_dict()) - set(Settings().protocol()) == {"out", "families", "sample_batch", "fast",
-                                                                      "trainee", "model", "source"}
+                                                                      "cpu", "trainee", "model", "source"}
 
 
 
@@ -176,7 +176,7 @@ def test_the_source_is_a_checked_value_that_goes_and_comes_back_whole():
         assert s.source == source.Choice(modules={"toy": "toy_source"}) and s.as_dict()["source"] == given
         assert settings_.make(**s.as_dict()).source == s.source and source.SOURCES["toy"] == "toy_source"
     finally:
-        source.SOURCES.pop("toy", None)
+        source.reset()
     for bad, why in (({"name": "nowhere"}, "unknown; sources"), ({"nmae": "openenv"}, "give a source's name"),
                      ({"options": {"env_url": "x"}}, "--env-url is not an option of --source reasoning_gym")):
         with pytest.raises(OneLine, match=why):

@@ -2,7 +2,7 @@
 that say nothing of the question earn."""
 import pytest
 
-from shortlist import audit, sources, trainee
+from shortlist import audit, rule, sources, trainee
 from shortlist.sources import source
 
 QWEN3 = trainee.QWEN3  # <answer> tags
@@ -13,8 +13,7 @@ LAST_NUMBER = trainee.SMOLLM2  # an "Answer:" line, read by its last number
 def toy():
     source.register("toy", "toy_source")  # tests/fixtures/sources/toy_source.py
     yield
-    source.SOURCES.pop("toy", None)
-    source._loaded.pop("toy", None)
+    source.reset()
 
 
 def test_a_scorer_that_pays_any_answer_has_a_guess_rate_of_one(scorer, toy):
@@ -68,14 +67,14 @@ def test_copying_a_number_of_the_question_is_found_as_gaming_and_named(scorer):
     family = sources.parse("number_sequence(max_complexity=2)")
     a = audit.audit(scorer, LAST_NUMBER, family, family.tasks(range(10_000, 10_024)))
     assert a.guess.answer == "the last number in the question" and a.guess.accuracy >= 0.2
-    assert LAST_NUMBER.rule(0.057, 0.06, 0.25, a.ceiling, a.guess.accuracy, a.verified) == "guessable"
+    assert rule.verdict(LAST_NUMBER, 0.057, 0.06, 0.25, a.ceiling, a.guess.accuracy, a.verified) == "guessable"
 
 
 def test_a_scorer_that_pays_any_answer_is_found_as_gaming(scorer):
     family = sources.parse("game_of_life_halting")  # its scorer pays 1 for "0" (any answer, it turns out)
     a = audit.audit(scorer, QWEN3, family, family.tasks(range(10_000, 10_024)))
     assert a.guess.accuracy == 1.0 and a.guess.answer == '"0"'
-    assert QWEN3.rule(0.0, 0.0, 0.0, a.ceiling, a.guess.accuracy, a.verified) == "guessable"
+    assert rule.verdict(QWEN3, 0.0, 0.0, 0.0, a.ceiling, a.guess.accuracy, a.verified) == "guessable"
 
 
 @pytest.mark.parametrize("name", ["graph_color", "propositional_logic", "rubiks_cube"])
@@ -92,7 +91,7 @@ def test_a_family_with_no_answer_to_check_is_unverified_never_too_hard(scorer, n
     family = sources.parse(name)
     a = audit.audit(scorer, QWEN3, family, family.tasks(range(10_000, 10_006)))
     assert a.ceiling is None and a.golds == 0 and not a.verified
-    assert QWEN3.rule(0.0, 0.0, 0.0, a.ceiling, a.guess.accuracy, a.verified) == "unverified ceiling"
+    assert rule.verdict(QWEN3, 0.0, 0.0, 0.0, a.ceiling, a.guess.accuracy, a.verified) == "unverified ceiling"
 
 
 def test_a_known_valid_answer_never_changes_a_committed_fingerprint():

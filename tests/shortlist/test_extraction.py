@@ -16,8 +16,7 @@ from shortlist.trainee import QWEN3, TraineeError
 def final():
     source.register("final", "final_source")
     yield sources.parse("final.echo")
-    source.SOURCES.pop("final", None)
-    source._loaded.pop("final", None)
+    source.reset()
 
 
 class Replies:
@@ -59,8 +58,7 @@ def test_a_source_that_declares_nothing_is_asked_as_the_default_sources(final):
     try:
         rg, toy = QWEN3.for_source("reasoning_gym"), QWEN3.for_source("toy")
     finally:
-        source.SOURCES.pop("toy", None)
-        source._loaded.pop("toy", None)
+        source.reset()
     assert (rg.system_prompt, rg.extraction) == (toy.system_prompt, toy.extraction) == (SYSTEM_PROMPTS["direct"],
                                                                                       "answer_tags")
     assert QWEN3.replace(extraction="last_number").for_source("final").extraction == "last_number"

@@ -148,7 +148,7 @@ def budget_source(tmp_path, monkeypatch):
     monkeypatch.setattr(source, "SOURCES", dict(source.SOURCES))
     source.register("budget", "budget_source")
     yield "budget"
-    source._loaded.pop("budget", None)
+    source.reset()
 
 
 def test_a_task_that_cannot_be_built_within_the_budget_is_refused_naming_the_setting(budget_source, monkeypatch):

@@ -1,9 +1,10 @@
-"""transformers' private internals the fast decoder leans on (shortlist/generation/hf_internals.py):
+"""transformers' private internals the fast decoder leans on (shortlist/models/hf_internals.py):
 present and called as the engine calls them on the pinned version, and named in one line where not."""
 import torch
 
 from shortlist import trainee
-from shortlist.generation import hf_internals, sampling
+from shortlist.generation import sampling
+from shortlist.models import hf_internals
 
 SMOKE = trainee.resolve("qwen3(max_new_tokens=4)").replace(model="tiny")
 

@@ -39,7 +39,7 @@ def test_jobs_sharing_a_gpu_are_clients_of_the_runs_own_daemon_which_stops_with_
         "import json, os, sys\nopen(sys.argv[1], 'w').write(json.dumps({k: os.environ.get(k) for k in "
         "('CUDA_MPS_PIPE_DIRECTORY', 'SHORTLIST_PLACEMENT')}))\n")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path / "mods"), os.environ.get("PYTHONPATH", "")]))
-    executor = executors.Placement(per_gpu=2, mps=True).start(log=lambda line: None)
+    executor = executors.Placement(per_gpu=2, options={"mps": True}).start(log=lambda line: None)
     pipes = executor.mps.pipes
     assert (pipes / "control").exists() and oct(pipes.parent.stat().st_mode & 0o777) == "0o700"
     job = executors.Job("a", "seen", (str(tmp_path / "a.json"),), gpu_process=False)
@@ -62,7 +62,7 @@ def test_a_missing_daemon_binary_is_one_line_before_any_job(monkeypatch, tmp_pat
     monkeypatch.setenv("PATH", str(tmp_path))  # nothing there
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     with pytest.raises(mps.MpsError) as e:
-        executors.Placement(per_gpu=2, mps=True).start(log=lambda line: None)
+        executors.Placement(per_gpu=2, options={"mps": True}).start(log=lambda line: None)
     assert "nvidia-cuda-mps-control is not on PATH" in str(e.value) and "\n" not in str(e.value)
 
 
@@ -77,12 +77,12 @@ def test_a_daemon_that_does_not_start_is_one_line_and_leaves_nothing(fake, tmp_p
 
 
 def test_mps_on_ray_is_refused_in_one_line():
-    with pytest.raises(executors.PlacementError, match="--mps is for the local executor"):
-        executors.Placement(executor="ray", per_gpu=2, mps=True)
+    with pytest.raises(executors.PlacementError, match="--mps goes with --executor local; on a Ray cluster start MPS"):
+        executors.Placement(executor="ray", per_gpu=2, options={"mps": True})
 
 
 def test_mps_without_a_gpu_is_refused_in_one_line(monkeypatch, fake):
     fake()
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     with pytest.raises(executors.PlacementError, match="--mps: no GPU is visible"):
-        executors.Placement(per_gpu=2, mps=True).start(log=lambda line: None)
+        executors.Placement(per_gpu=2, options={"mps": True}).start(log=lambda line: None)

@@ -114,32 +114,6 @@ def test_an_env_url_is_refused_without_the_openenv_source(capsys, no_model_loads
     assert "give the server's URL" in capsys.readouterr().err
 
 
-def test_training_refuses_tasks_served_by_another_server_than_the_committed_one(served, monkeypatch):
-    from proof import commit
-    key = sources.parse(f"openenv.{SPEC}").key
-    built = {name: sources.parse(key).tasks(range(start, start + 3)) for name, start in
-             (("train", 0), ("predict", 10_000), ("eval", 100_000))}
-    body = {"tasks": {key: commit.fingerprints(built, key)}}
-    commit.tasks_verified(body, key, built)  # the same server: accepted
-    chosen(served.url.replace("127.0.0.1", "localhost"))  # the same tasks, elsewhere
-    assert sources.parse(key).tasks(range(3)) == built["train"]
-    with pytest.raises(commit.CommitError, match=r"come from .*url http://localhost.* committed from .*url http://127"):
-        commit.tasks_verified(body, key, built)
-
-
-def test_training_refuses_tasks_whose_answers_the_server_would_score_otherwise_than_committed(served):
-    from proof import commit
-    key = sources.parse(f"openenv.{SPEC}").key
-    built = {name: sources.parse(key).tasks(range(start, start + 3)) for name, start in
-             (("train", 0), ("predict", 10_000), ("eval", 100_000))}
-    body = {"tasks": {key: commit.fingerprints(built, key)}}
-    chosen(served.url, env_reward_range="0,2")  # the same server and tasks, its rewards scaled otherwise
-    assert sources.parse(key).tasks(range(3)) == built["train"]
-    with pytest.raises(commit.CommitError, match=r"come from .*reading \{'reward_range': \[0\.0, 2\.0\]\}.* "
-                                                 r"committed from"):
-        commit.tasks_verified(body, key, built)
-
-
 def test_the_catalog_walks_a_servers_families_and_keeps_rows_only_from_the_same_server(served, tmp_path, monkeypatch):
     from shortlist import output
     argv = ["screen", "--model", "tiny", "--trainee", "qwen3(max_new_tokens=4)", "--tasks", "2", "--levels",
@@ -154,20 +128,6 @@ def test_the_catalog_walks_a_servers_families_and_keeps_rows_only_from_the_same_
     assert plan().identity() == walk["identity"]  # a rerun against the same server keeps the row
     monkeypatch.setattr(openenv, "_identity", lambda address: {"url": address, "env": "another", "env_version": "2"})
     assert plan().identity() != walk["identity"]  # against another, it screens again
-
-
-def test_proof_run_takes_the_presets_families_as_the_servers(served, capsys, no_model_loads):
-    import argparse
-
-    from proof.__main__ import _sourced
-    from proof.__main__ import main as proof_main
-    args = argparse.Namespace(source="openenv", env_url=served.url, families=None, preset="smoke")
-    assert _sourced(args, source.current()) == {
-        "source": source.current(), "families": ["openenv.chain_sum(max_digits=1, max_terms=2)", "openenv.leg_counting"]}
-    assert proof_main(["run", "--preset", "smoke", "--env-url", served.url]) == 2
-    assert "goes with --source openenv" in capsys.readouterr().err
-    assert proof_main(["run", "--preset", "smoke", "--source", "openenv", "--env-url", "http://127.0.0.1:9"]) == 2
-    assert re.search(r"^error: .*cannot be reached", capsys.readouterr().err)
 
 
 def test_a_servers_answers_go_to_it_once_each_and_no_warm_up_or_scoring_process_adds_calls(served, monkeypatch):

@@ -1,7 +1,6 @@
 """The run's source choice (source.Choice) as the one way a source and its options reach a process, and a
 local environment Shortlist serves itself (--env-local, sources/local.py), against the real fixture
 server rg_openenv.py started on 127.0.0.1."""
-import json
 import os
 import re
 import signal
@@ -13,7 +12,7 @@ import pytest
 
 from shortlist import sources
 from shortlist.executors import kill
-from shortlist.sources import flags, local, openenv, source
+from shortlist.sources import local, openenv, source
 from tests.conftest import FIXTURE_SOURCES, chosen, needs_openenv
 from tests.processes import alive
 
@@ -95,30 +94,6 @@ def test_a_run_killed_outright_leaves_no_local_server(tmp_path):
         run.wait()
 
 
-@needs_openenv
-def test_the_server_reaches_a_notebook_kernel_and_a_task_builder_with_the_settings_and_plan_alone(served):
-    from proof import runner
-    from proof import settings as settings_
-    from shortlist.catalog import walk
-    settings = settings_.make("smoke", families=f"openenv.{SPEC}", source=source.current())
-    parameters = runner.kernel_parameters(settings)
-    assert parameters["source"] == {"name": "openenv", "options": {"env_url": served.url}, "modules": {}}
-    program = ("import json, sys\nfrom proof import notebook\nfrom shortlist import sources\n"
-               "s = notebook.start(json.loads(sys.argv[1]))\n"
-               "print(json.dumps(sources.parse(s.families[0]).tasks(range(3))))")
-    kernel = subprocess.run([sys.executable, "-c", program, json.dumps(parameters)], capture_output=True, text=True,
-                            env={k: v for k, v in os.environ.items() if "OPENENV" not in k})
-    assert kernel.returncode == 0, kernel.stderr
-    assert json.loads(kernel.stdout) == sources.parse(SPEC).tasks(range(3))
-    builders = walk.Builders(1, 0, 3, source.current())  # a process of its own (spawn): it gets the choice alone
-    try:
-        builders.submit("leg_counting", None)
-        built = builders.next(None)
-    finally:
-        builders.close()
-    assert built.error is None and built.tasks == sources.parse("leg_counting").tasks(range(3))
-
-
 def test_register_and_naming_a_server_write_nothing_into_the_environment():
     environ = dict(os.environ)
     source.register("toy", "toy_source")
@@ -126,51 +101,11 @@ def test_register_and_naming_a_server_write_nothing_into_the_environment():
         source.Choice("openenv", {"env_url": "http://127.0.0.1:9"}).configure()
         assert openenv.url() == "http://127.0.0.1:9" and source.current().modules == (("toy", "toy_source"),)
     finally:
-        source.SOURCES.pop("toy", None)
-        source._loaded.pop("toy", None)
+        source.reset()
         chosen(None)
     assert os.environ == environ
     with pytest.raises(openenv.ServerError, match="no OpenEnv server named"):
         openenv.url()
-
-
-OPTIONED = '''"""A source that takes an option of its own."""
-OPTIONS = {"level_cap": "the highest level this source serves"}
-VERSION = "1"
-taken = {}
-def configure(level_cap=None): taken.update(level_cap=level_cap)
-def names(): return ["count"]
-def settings(family): return set()
-def validate(family, config): pass
-def entry(family, config, seed): return {"question": str(seed), "answer": str(seed)}
-def scorer(family, config): return lambda answer, task: float(answer == task["answer"])
-def levels(family): return 1
-def level(family, at): return {}
-def preload(): pass
-'''
-
-
-def test_a_source_modules_options_are_flags_of_both_command_lines(tmp_path, monkeypatch):
-    from proof.__main__ import _parser as proof_parser
-    from shortlist.__main__ import _parser as shortlist_parser
-    (tmp_path / "optioned_source.py").write_text(OPTIONED)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(source, "SOURCES", dict(source.SOURCES))
-    source.register("optioned", "optioned_source")
-    for parser, argv in ((shortlist_parser(), ["screen"]), (proof_parser(), ["run"])):
-        args = parser.parse_args([*argv, "--source", "optioned", "--level-cap", "3"])
-        assert flags.choice(args).options == (("level_cap", "3"),)
-        with pytest.raises(source.ChoiceError, match="--level-cap goes with --source optioned"):
-            flags.choice(parser.parse_args([*argv, "--level-cap", "3"]))
-    assert "optioned_source" not in sys.modules  # the flags were read from its text: --help imports no source
-    try:
-        source.Choice("optioned", {"level_cap": "3"}).configure()
-        assert source.get("optioned").taken == {"level_cap": "3"}
-        with pytest.raises(source.ChoiceError, match="--env-url is not an option of --source optioned"):
-            source.Choice("optioned", {"env_url": "http://x"}).configure()
-    finally:
-        source._loaded.pop("optioned", None)
-        source.Choice().configure()
 
 
 @needs_openenv

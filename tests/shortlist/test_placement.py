@@ -3,7 +3,6 @@ folder, the Ray executor on a local cluster with fake GPUs. Jobs here are tiny m
 import importlib.util
 import json
 import os
-import socket
 import signal
 import subprocess
 import sys
@@ -15,13 +14,7 @@ import pytest
 
 from shortlist import executors, output, provenance
 from shortlist.__main__ import main as shortlist_main
-from tests.processes import alive
-
-RAY = importlib.util.find_spec("ray") is not None
-# a local Ray cluster takes ~10 s to start here: its tests are marked slow (make test-slow; CI installs the extra)
-needs_ray = pytest.mark.skipif(not RAY and not os.environ.get("CI"),
-                               reason="Ray, an optional extra, is not installed here (CI installs it)")
-
+from tests.processes import alive, gone
 
 @pytest.mark.parametrize("value, expected", [("1,3", ["1", "3"]), ("", []), ("-1", []), ("0", ["0"])])
 def test_visible_gpus_follow_cuda_visible_devices(monkeypatch, value, expected):
@@ -34,10 +27,14 @@ def test_visible_gpus_follow_cuda_visible_devices(monkeypatch, value, expected):
     ({"per_gpu": 0}, "--per-gpu 0"),
     ({"per_gpu": "two"}, "--per-gpu two"),
     ({"per_gpu": True}, "--per-gpu True"),
-    ({"per_gpu": 1, "job_gib": 4.0}, "for --per-gpu auto"),
-    ({"per_gpu": "auto", "job_gib": float("nan")}, "--job-gib nan"),
-    ({"address": "10.0.0.1:6379"}, "go with --executor ray"),
-    ({"cpus_per_job": 2.0}, "go with --executor ray"),
+    ({"per_gpu": 1, "options": {"job_gib": 4.0}}, "for --per-gpu auto"),
+    ({"per_gpu": "auto", "options": {"job_gib": float("nan")}}, "--job-gib nan"),
+    ({"options": {"address": "10.0.0.1:6379"}}, "--address goes with --executor ray"),
+    ({"options": {"cpus_per_job": 2.0}}, "--cpus-per-job goes with --executor ray"),
+    ({"options": {"gpus_per_node": 2}}, "--gpus-per-node: no executor takes it"),
+    ({"options": 5}, "give the executor's flags as a dict"),
+    ({"per_gpu": "auto", "options": {"job_gib": "4"}}, "--job-gib 4: a job's peak GPU memory"),
+    ({"executor": "ray", "options": {"cpus_per_job": True}}, "--cpus-per-job True: give a positive number"),
 ])
 def test_bad_placements_are_refused_in_one_line(changes, fragment):
     with pytest.raises(executors.PlacementError) as e:
@@ -56,35 +53,6 @@ def test_ray_without_ray_installed_is_refused_in_one_line_that_says_how_to_insta
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: --executor ray needs Ray") and "\n" not in err
     assert not out.exists()  # refused before anything is written
-
-
-@pytest.mark.parametrize("value", ["²", "٣", "１"])
-def test_a_per_gpu_of_non_ascii_digits_is_one_line_in_both_commands(value, capsys, no_model_loads, tmp_path):
-    """str.isdigit() holds for '²' (which int() then refused with a traceback) and int() reads '٣' as 3."""
-    from proof.__main__ import main as proof_main
-    for main, argv in ((shortlist_main, ["screen", "--all", "--model", "tiny", "--out", str(tmp_path / "c")]),
-                       (proof_main, ["run", "--preset", "smoke", "--out", str(tmp_path / "p")])):
-        assert main([*argv, "--per-gpu", value]) == 2
-        err = capsys.readouterr().err.strip()
-        assert err == f"error: --per-gpu {value}: give a whole number of jobs per GPU, 1 to 64, or auto"
-    assert list(tmp_path.iterdir()) == []
-
-
-@needs_ray
-@pytest.mark.parametrize("command", [["shortlist", "screen", "--all", "--model", "tiny"],
-                                     ["proof", "run", "--preset", "smoke"]], ids=["catalog", "proof"])
-def test_a_ray_address_where_nothing_answers_is_one_quiet_line_and_writes_nothing(command, tmp_path):
-    """ray.init retries such an address for minutes, printing its log; the command had not returned after 120 s."""
-    out = tmp_path / "out"
-    with socket.socket() as s:  # a port of this machine that nothing listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    done = subprocess.run([sys.executable, "-m", *command, "--out", str(out), "--executor", "ray", "--address",
-                           f"127.0.0.1:{port}"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr == (f"error: cannot join a Ray cluster at --address 127.0.0.1:{port}: nothing answers there "
-                           f"(Connection refused) (start one with `ray start --head`)\n")
-    assert not out.exists()
 
 
 def test_placement_flags_go_with_the_catalog_only(capsys, no_model_loads):
@@ -170,14 +138,6 @@ time.sleep(600)
 '''
 
 
-def _gone(pids, within=30.0) -> list[int]:
-    """The pids still alive after waiting for them up to `within` seconds."""
-    deadline = time.monotonic() + within
-    while any(map(alive, pids)) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return [p for p in pids if alive(p)]
-
-
 def _wait_for(path: Path, within=60.0) -> str:
     deadline = time.monotonic() + within
     while not path.exists() and time.monotonic() < deadline:
@@ -200,7 +160,7 @@ def test_a_signal_stops_every_job_down_to_a_child_in_its_own_session(jobs, tmp_p
             executors.Local({}).run([executors.Job("tree", "tree", (executors.OUT,)), make("never")], out,
                                     log=lambda line: None)
     assert e.value.code == 130 and str(e.value) == "SIGINT"
-    assert _gone(stopped["pids"], within=0.5) == []  # killed, not asked: nothing is left to wind down
+    assert gone(stopped["pids"], within=0.5) == []  # killed, not asked: nothing is left to wind down
     assert not (out / "never.json").exists()
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers restored
 
@@ -223,7 +183,7 @@ def test_a_kill_9_of_the_batch_takes_its_jobs_with_it(jobs, tmp_path):
     assert all(map(alive, pids))
     batch.kill()
     batch.wait()
-    assert _gone(pids) == []
+    assert gone(pids) == []
 
 
 def test_a_job_whose_parent_died_before_it_could_watch_does_not_run(jobs, tmp_path):
@@ -334,105 +294,3 @@ def test_a_filesystem_without_flock_is_one_line(tmp_path, monkeypatch):
 
 
 # --- Ray, on a local cluster with fake GPUs ---------------------------------------------------------------
-
-@pytest.fixture
-def ray_cluster(tmp_path, monkeypatch):
-    """A local Ray cluster of 2 CPUs and 2 fake GPUs (ray.init(num_gpus=2)), for one test. Its workers take
-    the environment at its start: the test's modules on their path, their machine's cache in tmp_path."""
-    import ray
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path / "mods"), os.environ.get("PYTHONPATH", "")]))
-    monkeypatch.setenv("SHORTLIST_CACHE", str(tmp_path / "machine"))
-    monkeypatch.setenv("RAY_worker_niceness", "0")  # Ray's 15 starves its workers on a shared machine
-    ray.init(num_cpus=2, num_gpus=2, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
-
-
-WRITER = '''
-import json, os, sys, time
-out = sys.argv[1]
-shipped = open(os.path.join(out, "in", "a.txt")).read()
-os.makedirs(os.path.join(out, "res", "ckpt-1"), exist_ok=True)
-open(os.path.join(out, "res", "ckpt-1", "weights"), "w").write("w1")
-open(os.path.join(out, "res", "ckpt-1", "DONE"), "w").write("")
-os.makedirs(os.path.join(out, "res", "ckpt-2"), exist_ok=True)
-open(os.path.join(out, "res", "ckpt-2", "weights"), "w").write("half")  # no DONE: never sent
-open(os.path.join(out, "cache", "compiled"), "w").write("x")
-open(os.path.join(out, "pid"), "w").write(f"{os.getpid()} {os.getppid()}")
-time.sleep(float(sys.argv[2]))
-with open(os.path.join(out, "res", "result.json"), "w") as f:
-    json.dump({"shipped": shipped, "where": json.loads(os.environ["SHORTLIST_PLACEMENT"]),
-               "cuda": os.environ.get("CUDA_VISIBLE_DEVICES"), "omp": os.environ.get("OMP_NUM_THREADS")}, f)
-'''
-
-
-def _writer_job(tmp_path, seconds):
-    (tmp_path / "mods").mkdir(exist_ok=True)
-    (tmp_path / "mods" / "writer.py").write_text(WRITER)
-    return executors.Job("writer", "writer", (executors.OUT, str(seconds)), reads=("in",), writes=("res",),
-                         units=(("res/ckpt-*", "DONE"),), caches=("cache",), gpu_process=False)
-
-
-@pytest.mark.slow
-@needs_ray
-def test_a_ray_job_gets_what_it_reads_and_its_writes_come_back_to_the_driver(tmp_path, monkeypatch, ray_cluster):
-    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    job = _writer_job(tmp_path, 0)
-    out = tmp_path / "out"
-    (out / "in").mkdir(parents=True)
-    (out / "in" / "a.txt").write_text("shipped")
-    (out / "res" / "ckpt-0").mkdir(parents=True)  # an old unit the job no longer has: pruned at its end
-    lines = []
-    ex = executors.Placement(executor="ray", per_gpu=2).start(lines.append)
-    assert ex.capacity() == 4 and "4 jobs at once (0.5 GPU each)" in lines[0]
-    [ran] = ex.run([job], out, log=lines.append)
-    assert ran.rc == 0 and ran.why is None and ran.where["executor"] == "ray" and ran.where["per_gpu"] == 2
-    result = json.loads((out / "res" / "result.json").read_text())
-    assert result["shipped"] == "shipped" and result["where"] == {k: v for k, v in ran.where.items() if k != "slots"}
-    assert result["cuda"] == ran.where["gpu"] and result["omp"] is None  # Ray's forced OMP_NUM_THREADS=1 undone
-    assert (out / "res" / "ckpt-1" / "weights").read_text() == "w1" and not (out / "res" / "ckpt-2").exists()
-    assert not (out / "res" / "ckpt-0").exists() and not (out / "cache").exists()  # caches stay on the machine
-    assert [p.read_text() for p in (tmp_path / "machine" / "ray" / socket.gethostname() / "caches").glob("*/cache/compiled")] == ["x"]
-    assert list((tmp_path / "machine" / "ray" / socket.gethostname() / "jobs").iterdir()) == []  # the worker's folder is gone
-    assert any(line.startswith("writer: started on ") and ", GPU " in line for line in lines)
-
-
-@pytest.mark.slow
-@needs_ray
-def test_a_lost_ray_worker_is_a_failed_job_and_what_it_sent_stays(tmp_path, ray_cluster):
-    out = tmp_path / "out"
-    (out / "in").mkdir(parents=True)
-    (out / "in" / "a.txt").write_text("shipped")
-    ex = executors.Placement(executor="ray").start(lambda line: None)
-    pids = []
-
-    def kill_the_worker():
-        deadline = time.monotonic() + 120
-        while not (out / "res" / "ckpt-1" / "DONE").exists() and time.monotonic() < deadline:
-            time.sleep(0.2)  # the unit came back: now the worker dies
-        job_pid = int(next((tmp_path / "machine" / "ray" / socket.gethostname() / "jobs").glob("*/out/pid")).read_text().split()[0])
-        worker = int(open(f"/proc/{job_pid}/stat").read().rsplit(")", 1)[1].split()[1])
-        pids.extend([job_pid, worker])
-        os.kill(worker, signal.SIGKILL)
-    threading.Thread(target=kill_the_worker, daemon=True).start()
-    [ran] = ex.run([_writer_job(tmp_path, 600)], out, log=lambda line: None)
-    assert ran.rc is None and ran.why.startswith("its Ray worker was lost: ") and "\n" not in ran.why
-    assert (out / "res" / "ckpt-1" / "weights").read_text() == "w1"  # sent before the loss: a rerun has it
-    assert not (out / "res" / "result.json").exists()
-    assert _gone(pids) == []  # the job died with its worker
-
-
-@pytest.mark.slow
-@needs_ray
-def test_a_ray_cluster_without_gpus_is_refused_in_one_line():
-    code = ("import ray\nfrom shortlist import executors\n"
-            "ray.init(num_cpus=1, num_gpus=0, include_dashboard=False)\n"
-            "try:\n    executors.Placement(executor='ray').start()\n"
-            "except executors.PlacementError as e:\n    print('refused:', e)\n"
-            "print(executors.Placement(executor='ray', cpus_per_job=1).start().capacity())\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    lines = [line for line in done.stdout.splitlines() if line.startswith("refused:")]
-    assert len(lines) == 1, done.stdout + done.stderr
-    assert "has no node with the 1 GPU a job asks for (its nodes: 1 CPU 0 GPU)" in lines[0]
-    assert "--cpus-per-job N" in lines[0]
-    assert done.stdout.splitlines()[-1] == "1"  # a CPU job: num_cpus=1 on the cluster's one CPU

@@ -27,3 +27,16 @@ def test_live_resources_close_latest_first_and_a_failure_stops_none_of_the_other
     process._close_live()
     assert closed == ["last by its closer", "failing", "first"]  # the collected one is not held, nor closed
     assert "failing cannot close" in capsys.readouterr().err
+
+
+def test_the_c_library_is_loaded_in_one_module_and_before_any_sandbox():
+    import re
+    from pathlib import Path
+
+    from shortlist import libc
+    from shortlist.scoring import hugepages, isolation, landlock, syscalls
+    root = Path(__file__).resolve().parents[2]
+    loading = sorted(str(p.relative_to(root)) for top in ("shortlist", "proof") for p in (root / top).rglob("*.py")
+                     if re.search(r"\bCDLL\(", p.read_text()))
+    assert loading == ["shortlist/libc.py"]
+    assert all(m.libc is libc.libc for m in (process, hugepages, isolation, landlock, syscalls))  # one, at import

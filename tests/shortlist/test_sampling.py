@@ -2,7 +2,8 @@ import pytest
 import torch
 
 from shortlist import trainee
-from shortlist.generation import engine, hf_internals, sampling
+from shortlist.generation import engine, sampling
+from shortlist.models import hf_internals
 from shortlist.trainee import QWEN3
 
 # the smoke preset's trainee, as it asks Reasoning Gym's families

@@ -3,7 +3,7 @@ import dataclasses
 import pytest
 
 from shortlist import screening
-from shortlist import trainee
+from shortlist import rule, trainee
 from shortlist.generation.sampling import Sampler
 from shortlist.trainee import QWEN3
 
@@ -21,7 +21,7 @@ def test_summarize_on_known_groups():
     assert s.signal_raw == pytest.approx(2 / 4)
     assert s.signal_correct == pytest.approx(1 / 4)
     assert s.learnability == pytest.approx(0.25 / 4)
-    assert s.verdict == QWEN3.rule(s.pass1, s.mean, s.signal_correct)
+    assert s.verdict == rule.verdict(QWEN3, s.pass1, s.mean, s.signal_correct)
     assert s.extracted == 0.75
 
 
@@ -39,7 +39,7 @@ def test_screen_on_the_tiny_model_is_reproducible(tiny_model, scorer):
     assert dataclasses.replace(a, scoring={}) == dataclasses.replace(b, scoring={})  # wall time aside
     assert a.tasks == 6 and a.k == 4 and 0 <= a.pass1 <= a.mean <= 1 and a.pass1 <= a.passk
     assert a.extracted > 0.5  # the tiny model was taught the <answer> format
-    assert a.verdict in trainee.VERDICTS
+    assert a.verdict in rule.VERDICTS
     assert a.scoring["answers"] == 24 and 0 <= a.clipped <= 1 and 0 <= a.repetitive <= 1
 
 

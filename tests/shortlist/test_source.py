@@ -20,8 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def toy():
     source.register("toy", "toy_source")  # tests/fixtures/sources/toy_source.py
     yield source.get("toy")
-    source.SOURCES.pop("toy", None)
-    source._loaded.pop("toy", None)
+    source.reset()
 
 
 def test_only_the_reasoning_gym_source_imports_reasoning_gym():
@@ -39,8 +38,7 @@ def test_reasoning_gym_is_a_source_and_the_default():
 def test_a_module_lacking_the_protocol_is_refused(monkeypatch):
     monkeypatch.setitem(source.SOURCES, "broken", "json")
     with pytest.raises(TypeError, match="json lacks VERSION"):
-        source.get("broken")
-    source._loaded.pop("broken", None)
+        source.get("broken")  # refused before it is kept: nothing to forget
 
 
 def test_a_family_of_another_source_is_parsed_validated_and_spelled_with_its_source(toy):

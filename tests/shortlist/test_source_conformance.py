@@ -23,7 +23,7 @@ def example(request, monkeypatch):
         request.getfixturevalue("served")
     if name == "toy":
         source.register("toy", "toy_source")
-        request.addfinalizer(lambda: (source.SOURCES.pop("toy", None), source._loaded.pop("toy", None)))
+        request.addfinalizer(source.reset)
     return sources.parse(EXAMPLES[name])
 
 

@@ -13,16 +13,12 @@ from shortlist.sources import flags, source
 def module(tmp_path, monkeypatch):
     """write(name, text): a source module importable under name, registered as a source of that name."""
     monkeypatch.syspath_prepend(str(tmp_path))
-    made = []
 
     def write(name, text):
         (tmp_path / f"{name}.py").write_text(textwrap.dedent(text))
         source.register(name, name)
-        made.append(name)
     yield write
-    for name in made:
-        source.SOURCES.pop(name, None)
-        source._loaded.pop(name, None)
+    source.reset()
 
 
 TOY = "from toy_source import *  # the toy source's protocol\n"
@@ -60,7 +56,7 @@ def test_a_registered_module_that_cannot_be_imported_is_one_line():
         with pytest.raises(OneLine, match="cannot be imported"):
             source.options("missing")
     finally:
-        source.SOURCES.pop("missing", None)
+        source.reset()
 
 
 def test_a_source_cannot_take_the_default_sources_extraction_names(module):
@@ -76,3 +72,23 @@ def test_what_serves_on_this_machine_is_refused_when_jobs_run_on_a_cluster():
         with chosen.serving(remote=True):
             pass
     assert "\n" not in str(e.value)
+
+
+def test_a_name_already_taken_is_refused_and_the_same_module_again_changes_nothing():
+    with pytest.raises(source.ChoiceError, match="source name 'openenv' is taken by shortlist.sources.openenv"):
+        source.register("openenv", "toy_source")  # a built-in name: families spelled openenv.x keep their meaning
+    assert source.SOURCES["openenv"] == "shortlist.sources.openenv"
+    try:
+        source.register("toy", "toy_source")
+        loaded = source.get("toy")
+        source.register("toy", "toy_source")  # the same module again: kept as imported
+        assert source.get("toy") is loaded
+        with pytest.raises(source.ChoiceError, match="'toy' is taken by toy_source: register final_source under"):
+            source.register("toy", "final_source")
+        with pytest.raises(source.ChoiceError, match="taken by toy_source"):  # a run's choice naming another module
+            source.Choice(modules={"toy": "final_source"}).configure()
+    finally:
+        source.reset()
+    assert "toy" not in source.SOURCES and set(source.SOURCES) == set(source.BUILT_IN)
+    source.register("toy", "final_source")  # free again after reset()
+    source.reset()

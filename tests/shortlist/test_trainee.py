@@ -8,31 +8,6 @@ from shortlist.trainee import QWEN3, SMOLLM2, Trainee, TraineeError
 RG = QWEN3.for_source("reasoning_gym")  # the default trainee, as it asks and reads Reasoning Gym's families
 
 
-def test_rule_gives_each_verdict_on_its_side_of_the_thresholds():
-    t = QWEN3
-    assert t.rule(0.5, 0.5, 0.8) == "improves"
-    assert t.rule(t.pass_min - 0.01, 0.3, 0.8) == "too hard"  # partial credit keeps the mean up
-    assert t.rule(0.85, t.pass_max, 0.5) == "already solved"
-    assert t.rule(0.3, 0.3, t.grpo_signal_min - 0.01) == "no signal"
-
-
-def test_rule_boundaries_are_inclusive_where_documented():
-    t = QWEN3
-    assert t.rule(t.pass_min, t.pass_min, t.grpo_signal_min) == "improves"
-    assert t.rule(t.pass_max - 1e-9, t.pass_max - 1e-9, 1.0) == "improves"
-
-
-def test_the_rule_reads_the_trainees_own_thresholds():
-    strict = QWEN3.replace(pass_min=0.4)
-    assert QWEN3.rule(0.3, 0.3, 0.8) == "improves" and strict.rule(0.3, 0.3, 0.8) == "too hard"
-    assert "pass@1 < 0.4" in strict.rule_text()
-
-
-@pytest.mark.parametrize("verdict", trainee.VERDICTS)
-def test_only_improves_predicts_a_change(verdict):
-    assert trainee.prediction(verdict) == ("improves" if verdict == "improves" else "no change")
-
-
 @pytest.mark.parametrize("text, answer", [
     ("<answer>42</answer>", "42"),
     ("Let me see. <answer> 7 </answer>", "7"),
@@ -179,22 +154,6 @@ def test_a_registered_profile_is_resolved_by_name():
         del trainee.PROFILES["test_profile"]
 
 
-def test_the_audits_verdicts_come_before_the_rest_of_the_rule():
-    t = QWEN3
-    assert t.rule(0.5, 0.5, 0.8, ceiling=t.ceiling_min - 0.01, guess=1.0) == "unscorable"  # first of all
-    assert t.rule(0.5, 0.5, 0.8, ceiling=1.0, guess=1.0, checkable=False) == "unverified ceiling"  # before all
-    assert t.rule(0.5, 0.5, 0.8, ceiling=t.ceiling_min, guess=0.5) == "guessable"  # reaches pass@1
-    assert t.rule(0.5, 0.5, 0.8, ceiling=t.ceiling_min, guess=0.49) == "improves"  # below pass@1, however high
-    assert t.rule(0.8, 0.8, 0.8, ceiling=1.0, guess=0.21) == "improves"  # design v1's floor (0.2) is gone
-    assert t.rule(0.1, 0.1, 0.8, ceiling=1.0, guess=0.1) == "guessable"  # below the floor, but reaches pass@1
-    assert t.rule(0.1, 0.1, 0.8, ceiling=1.0, guess=0.09) == "improves"
-    assert t.rule(0.01, 0.01, 0.1, ceiling=1.0, guess=t.pass_min) == "guessable"  # reaches pass_min and pass@1
-    assert t.rule(0.01, 0.01, 0.1, ceiling=1.0, guess=t.pass_min - 0.01) == "too hard"  # below pass_min
-    assert t.rule(0.95, 0.95, 0.1, ceiling=1.0, guess=0.96) == "guessable"  # even where it would be "solved"
-    assert t.rule(0.0, 0.0, 0.0, ceiling=None, guess=None) == "too hard"  # not audited: the rule as it was
-    assert "unscorable if" in t.rule_text() and "guessable if" in t.rule_text() and "unverified" in t.rule_text()
-
-
 @pytest.mark.parametrize("name, written", [("answer_tags", "<answer>7</answer>"), ("answer_line", "Answer: 7"),
                                            ("last_number", "Answer: 7"), ("regex:(\\d+)", "7"), ("whole", "7")])
 def test_an_answer_is_written_as_the_trainee_is_asked_to_write_it_and_reads_back(name, written):
@@ -256,7 +215,8 @@ def test_an_unset_group_reads_as_no_answer_where_the_pattern_is_only_regexs():
 
 
 def test_a_record_with_the_retired_guess_floor_is_read_and_the_floor_ignored():
+    from shortlist import rule
     old = QWEN3.as_dict() | {"guess_min": 0.2}  # a commitment made under design v1
     t = Trainee.from_dict(old)
     assert t == QWEN3 and "guess_min" not in t.as_dict()
-    assert t.rule(0.8, 0.8, 0.8, ceiling=1.0, guess=0.25) == "improves"
+    assert rule.verdict(t, 0.8, 0.8, 0.8, ceiling=1.0, guess=0.25) == "improves"

@@ -6,7 +6,7 @@ _get_logits_processor (the same processors, in the same order), get_compiled_cal
 _valid_auto_compile_criteria (generate()'s own decision to compile, and its compiled forward), and
 StaticCache. These are not public API: a transformers release may rename or change them, so
 check() names what is missing in one line, the engine's version gate (engine.VERIFIED) keeps the
-engine off outside the releases it was verified on, and tests/test_hf_internals.py fails loudly on
+engine off outside the releases it was verified on, and tests/shortlist/test_hf_internals.py fails loudly on
 a version whose internals changed.
 
 The engine's static cache per model lives here, in a weak map, not as an attribute parked on the
