@@ -30,11 +30,12 @@ BOOTSTRAP_CELLS_MAX = 100_000_000
 SEED_MAX = defaults.SEED_MAX
 
 
-def setting(default, help: str, within: tuple | None = None, why: str = ""):
+def setting(default, help: str, within: tuple | None = None, why: str = "", why_high: str = ""):
     """A field of Settings with its help (`python -m proof run --help` lists it) and, where validate()
     holds it to one, its range: validate() reads `within` from here, so the help cannot drift from it.
-    A float's `why` says why its floor is where the setting stops meaning anything."""
-    return field(default=default, metadata={"help": help, "within": within, "why": why})
+    A float's `why` says why its floor is where the setting stops meaning anything, `why_high` its ceiling:
+    a refusal explains the bound that was broken."""
+    return field(default=default, metadata={"help": help, "within": within, "why": why, "why_high": why_high})
 
 
 class SettingsError(OneLine, ValueError):
@@ -60,7 +61,9 @@ class Settings:
     batch_per_device: int = setting(4, "completions per forward/backward; gradient accumulation covers the rest",
                                     (1, 4096))
     lr: float = setting(5e-5, "LoRA's learning rate", (1e-8, 1.0), why="below 1e-8, Adam's steps (about lr each) "
-                        "move a LoRA weight by at most 1e-3 in 100,000 steps: no training")
+                        "move a LoRA weight by at most 1e-3 in 100,000 steps: no training",
+                        why_high="above 1, each Adam step (about lr) moves a LoRA weight by more than the weights "
+                                 "themselves measure: training diverges (the protocol's is 5e-05, the smoke's 3e-03)")
     lora_r: int = setting(16, "LoRA's rank", (1, 4096))
     lora_alpha: int = setting(32, "LoRA's scaling numerator (the update is scaled by lora_alpha / lora_r)", (1, 1 << 16))
     seed: int = setting(0, "the training seed", (0, SEED_MAX))
@@ -96,10 +99,13 @@ class Settings:
     census_seed: int = setting(200_000, "the first census task's seed", (0, SEED_MAX))
     # Analysis, declared before training
     alpha: float = setting(0.05, "the significance level of the bootstrap and the equivalence test", (1e-6, 0.5),
-                           why="below 1e-6, no p the bootstrap (at most 1,000,000 resamples) reports can reach it")
+                           why="below 1e-6, no p the bootstrap (at most 1,000,000 resamples) reports can reach it",
+                           why_high="above 0.5, a test would call significant what chance produces more often "
+                                    "than not")
     bootstrap_n: int = setting(10_000, "bootstrap resamples", (100, 1_000_000))
     equivalence_margin: float = setting(0.05, '|gain| below this counts as "no change" (TOST)', (1e-4, 1.0),
-                                        why="below 1e-4, finer than a mean score over 100,000 tasks can resolve")
+                                        why="below 1e-4, finer than a mean score over 100,000 tasks can resolve",
+                                        why_high="above 1, wider than any gain can be: scores lie in [0, 1]")
 
     def __post_init__(self):
         for f in fields(self):  # 1 means 1.0 where a float is due (a papermill or YAML int)
@@ -171,7 +177,8 @@ class Settings:
             if not math.isfinite(value):
                 raise SettingsError(f"{name}={value}: not a finite number in [{low:g}, {high:g}]")
             if not low <= value <= high:
-                raise SettingsError(f"{name}={value}: must be a number in [{low:g}, {high:g}] ({WHY[name]})")
+                why = WHY[name] if value < low else WHY_HIGH[name]  # the bound that was broken, explained
+                raise SettingsError(f"{name}={value}: must be a number in [{low:g}, {high:g}] ({why})")
         if defaults.deadline_refusal(self.score_deadline_s):
             raise SettingsError(defaults.deadline_refusal(self.score_deadline_s))
         if not self.reserve_key or len(self.reserve_key) > 256:
@@ -227,6 +234,7 @@ SPEED_ONLY = ("out", "families", "sample_batch", "fast", "cpu", "trainee", "mode
 INTS = {f.name: f.metadata["within"] for f in fields(Settings) if f.metadata["within"] and type(f.default) is int}
 FLOATS = {f.name: f.metadata["within"] for f in fields(Settings) if f.metadata["why"]}
 WHY = {name: f.metadata["why"] for f in fields(Settings) if (name := f.name) in FLOATS}
+WHY_HIGH = {name: f.metadata["why_high"] for f in fields(Settings) if (name := f.name) in FLOATS}
 
 
 def names() -> list[str]:

@@ -111,9 +111,10 @@ def test_run_help_gives_each_settings_own_help_and_the_range_it_is_then_held_to(
                 settings_.make(**{name: bad})
     for name, (low, high) in settings_.FLOATS.items():
         assert f"; in [{low:g}, {high:g}]" in flat
-        for bad in (low / 2, high * 2):
-            with pytest.raises(SettingsError, match=f"must be a number in \\[{low:g}, {high:g}\\]"):
+        for bad, why in ((low / 2, settings_.WHY[name]), (high * 2, settings_.WHY_HIGH[name])):
+            with pytest.raises(SettingsError, match=f"must be a number in \\[{low:g}, {high:g}\\]") as e:
                 settings_.make(**{name: bad})
+            assert why and str(e.value).endswith(f"({why})")  # the bound that was broken, explained
 
 
 def test_smoke_preset_is_offline_and_small():
@@ -220,6 +221,7 @@ ONCE_ACCEPTED = [
     (["--set", "lr=inf"], "lr=inf: not a finite number in [1e-08, 1]"),
     (["--set", "lr=-infinity"], "lr=-inf: not a finite number in [1e-08, 1]"),
     (["--set", "lr=5e-324"], "lr=5e-324: must be a number in [1e-08, 1]"),
+    (["--set", "lr=5"], "lr=5.0: must be a number in [1e-08, 1] (above 1, each Adam step"),
     (["--trainee", "qwen3(top_p=5e-324)"], "top_p=5e-324: must lie in [0.001, 1]"),
     (["--families", "chain_sum(max_terms=2, max_terms=3)"], "max_terms is given twice"),
     (["--set", "out=/"], "out='/': the root folder"),
