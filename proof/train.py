@@ -136,7 +136,9 @@ def progress_line(key: str, step: int, steps: int, logs: dict, seconds: float, d
     steps this process ran (a resumed run's earlier steps are not timed here)."""
     per = seconds / done if done > 0 else float("nan")
     left = per * (steps - step)
-    eta = f"{left / 60:.1f} min left" if left == left else "time left unknown"
+    # the time left is training's: the evaluation after it comes next, so the last step says that, not "0.0 min"
+    eta = ("training done, the evaluation after it next" if step >= steps else
+           f"{left / 60:.1f} min of training left" if left == left else "time left unknown")
     return (f"{key} step {step}/{steps}: reward {logs['reward']:.3f} ± {logs.get('reward_std', 0):.3f}, zero-std "
             f"{logs.get('frac_reward_zero_std', 0):.2f}, clipped {logs.get('completions/clipped_ratio', 0):.2f}, "
             f"length {logs.get('completions/mean_length', 0):.0f}, {per:.1f} s/step, {eta}")
@@ -347,9 +349,10 @@ def record(run: Run, log=print) -> FamilyResult:
     records.write(path, result)
     run.close()
     run.done = result
+    # not "held": whether the verdict held is the report's judgement (reserved questions, the audit, real learning)
     log(f"{result.family}: predicted {result.prediction['prediction']}; mean score {result.before.mean_score:.3f} -> "
-        f"{result.after.mean_score:.3f} (gain {result.gain['gain']:+.3f}, p={result.gain['p']:.3f}); "
-        f"held: {result.held}")
+        f"{result.after.mean_score:.3f} (gain {result.gain['gain']:+.3f}, p={result.gain['p']:.3f}), "
+        f"improved: {'yes' if result.improved else 'no'}; recorded, the report judges whether the verdict held")
     return result
 
 

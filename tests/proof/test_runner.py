@@ -77,7 +77,11 @@ def test_progress_is_logged_per_step(smoke_run):
     lines = [line for line in text.splitlines() if line.startswith(f"{key} step ")]
     assert len(lines) == s.steps // s.logging_steps, text[-2000:]
     assert re.fullmatch(rf"{re.escape(key)} step {s.steps}/{s.steps}: reward \d\.\d{{3}} .*, \d+\.\d s/step, "
-                        r"0\.0 min left", lines[-1]), lines[-1]
+                        r"training done, the evaluation after it next", lines[-1]), lines[-1]
+    # the family's last line says what was measured, not "held: False" before the report has judged anything
+    recorded = [line for line in text.splitlines() if line.startswith(f"{key}: predicted ")]
+    assert len(recorded) == 1 and "held:" not in recorded[0], recorded
+    assert recorded[0].endswith("recorded, the report judges whether the verdict held")
 
 
 def test_a_failing_family_is_recorded_the_others_go_on_and_the_exit_status_says_so(smoke_run, tmp_path, monkeypatch,
