@@ -4,23 +4,24 @@ PY := .venv/bin/python
 VENV_FLAGS ?= --system-site-packages
 
 .venv/ready: requirements.txt pyproject.toml
+	@echo "setup: a virtual environment in .venv, then torch and the pinned packages (pip's lines below)"
 	python3 -m venv $(VENV_FLAGS) .venv
-	# torch: reuse the machine's own (a GPU image's CUDA build); else the CPU wheel
-	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q torch==2.13.0
-	# the pins and this project, torch held where it is (install.py refuses if pip would replace it)
-	$(PY) install.py
+	# torch: the machine's own (a GPU image's CUDA build), else the CPU wheel; then the pins and this project,
+	# torch held where it is (install.py refuses if pip would replace it)
+	$(PY) install.py --cpu-torch
 	touch $@
+	@echo "setup: done"
 
 # the optional extra for --executor ray (CI installs it, so that the Ray tests run there)
 .venv/ray: .venv/ready
-	$(PY) -m pip install -q -e '.[ray]'
+	$(PY) -m pip install -e '.[ray]'
 	touch $@
 
 ray: .venv/ray
 
 # the optional extra for --source openenv (CI installs it, so that the OpenEnv tests run there)
 .venv/openenv: .venv/ready
-	$(PY) -m pip install -q -e '.[openenv]'
+	$(PY) -m pip install -e '.[openenv]'
 	touch $@
 
 openenv: .venv/openenv

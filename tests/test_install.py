@@ -6,6 +6,7 @@ requirements. Nothing is installed.
 """
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -70,3 +71,23 @@ def test_only_torch_and_its_runtime_wheels_count_as_a_second_torch():
         sys.path.remove(str(ROOT))
     assert all(map(install.torch_stack, ["torch", "Triton", "nvidia-cublas-cu12", "nvidia_nccl_cu13"]))
     assert not any(map(install.torch_stack, ["torchvision", "transformers", "pytorch-lightning", "nvidia"]))
+
+
+def test_pip_shows_its_lines_as_they_come_and_says_it_is_still_at_work_where_it_is_silent(capsys, monkeypatch):
+    sys.path.insert(0, str(ROOT))
+    try:
+        import install
+    finally:
+        sys.path.remove(str(ROOT))
+    monkeypatch.setattr(install, "SILENT_S", 0.3)
+    quiet_then_done = "import time; print('Collecting x', flush=True); time.sleep(1.5); print('Successfully installed x')"
+    rc, said = install.pip([sys.executable, "-c", quiet_then_done], "installing x")
+    lines = capsys.readouterr().out.splitlines()
+    assert rc == 0 and said.splitlines() == ["Collecting x", "Successfully installed x"]
+    beat = [bool(re.fullmatch(r"  \.\.\. installing x: \d+ s so far", line)) for line in lines]
+    assert [line for line, b in zip(lines, beat) if not b] == ["installing x...", "Collecting x",
+                                                              "Successfully installed x"]
+    between = beat[lines.index("Collecting x") + 1:lines.index("Successfully installed x")]
+    assert len(between) >= 3 and all(between)  # pip's silence, said as it lasts
+    rc, _ = install.pip([sys.executable, "-c", "import sys; print('kept'); sys.exit(3)"], "a dry run", show=False)
+    assert rc == 3 and "kept" not in capsys.readouterr().out  # a dry run's lines are kept, not shown
