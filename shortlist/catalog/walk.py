@@ -60,7 +60,9 @@ def build(name: str, level: int | None, first_seed: int, n: int, chosen=None, gr
         return Built(name, level, where, family, tasks, sources.fingerprint(tasks), None,
                      time.perf_counter() - started)
     except Exception as e:  # noqa: BLE001  a family that cannot be built is listed with its reason
-        why = one_line(e)  # the failure records the spec beside the reason: said once is enough
+        # the source's own words (a curriculum's level is not the user's to change); the failure records the
+        # spec beside the reason: said once is enough
+        why = e.cause if isinstance(e, sources.FamilyError) and e.cause else one_line(e)
         return Built(name, level, where, None, None, None, why.removeprefix(f"{where.spec}: ") if where else why)
 
 

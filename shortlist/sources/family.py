@@ -54,7 +54,12 @@ DEFAULT = ("basic_arithmetic", "propositional_logic", "word_sorting", "leg_count
 
 
 class FamilyError(OneLine, ValueError):
-    """A family string that cannot name a family; the message is one line."""
+    """A family string that cannot name a family; the message is one line. `cause`: where the source's own
+    check refused it, that check's words as it raised them (the catalog lists a level that fails so)."""
+
+    def __init__(self, message: str, cause: str | None = None):
+        super().__init__(message)
+        self.cause = cause
 
 
 TEXT_MAX = 10_000  # characters in a string setting (Reasoning Gym's longest defaults are word lists of ~100)
@@ -95,6 +100,20 @@ def check_name(name: str, source: str = source_.DEFAULT) -> str:
     return name
 
 
+def refused(key: str, name: str, config: dict, e: BaseException) -> str:
+    """A config the family's own checks refuse, in one line of ours: the family's reason without the exception
+    it came as (Reasoning Gym checks with assert), and the settings to change. Any other exception is a
+    failure of the source, not a check, and keeps its type."""
+    if isinstance(e, OneLine):
+        return f"{key}: {e}"
+    reason = one_line(e).removeprefix(f"{type(e).__name__}: ") if isinstance(e, (AssertionError, ValueError)) else ""
+    if not reason:
+        return f"{key}: cannot be built ({one_line(e)})"
+    if not config:
+        return f"{key}: {name} does not build with its defaults ({reason}); give it a config"
+    return f"{key}: {name} refuses this config ({reason}); change {' or '.join(sorted(config))}"
+
+
 @dataclass(frozen=True)
 class Family:
     name: str
@@ -111,7 +130,9 @@ class Family:
         try:  # the family's own checks catch impossible values before any model loads
             src.validate(self.name, self.config)
         except Exception as e:  # noqa: BLE001  whatever a source raises, the user reads one line
-            raise FamilyError(f"{self.key}: {one_line(e, 600)}") from None  # a server's line names it and what to change
+            if source_.remote(self.source):  # a server's line names it and what to change
+                raise FamilyError(f"{self.key}: {one_line(e, 600)}") from None
+            raise FamilyError(refused(self.key, self.name, self.config, e), cause=one_line(e)) from None
         if self.config and not source_.remote(self.source) and self.config not in _own_configs(self.source, self.name):
             why = _build_within_budget(self.source, self.name, self.config)
             if isinstance(why, int):  # it built: a question of that many characters

@@ -28,6 +28,11 @@ def test_tuple_values_become_lists():
     ("chain_sum(max_term=2)", "did you mean max_terms"),
     ("chain_sum(seed=3)", "no setting 'seed'"),
     ("chain_sum(max_terms=0)", "max_terms must be >= min_terms"),
+    # the family's own assert, in our words: no "AssertionError", and which setting to change
+    ("chain_sum(max_terms=-3)", "chain_sum(max_terms=-3): chain_sum refuses this config (max_terms must be >= "
+                                "min_terms); change max_terms"),
+    ("composite", "composite: composite does not build with its defaults (Must specify at least one dataset); give "
+                  "it a config"),
     ("chain_sum(max_terms=two)", "Python literals"),
     ("chain_sum(2)", "name(key=value"),
     ("chain sum", "name(key=value"),
@@ -36,7 +41,7 @@ def test_tuple_values_become_lists():
 def test_bad_families_give_one_clear_line(text, fragment):
     with pytest.raises(FamilyError) as e:
         sources.parse(text)
-    assert fragment in str(e.value) and "\n" not in str(e.value)
+    assert fragment in str(e.value) and "\n" not in str(e.value) and "Error" not in str(e.value)
 
 
 def test_parse_list_splits_only_outside_parentheses():
