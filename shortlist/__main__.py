@@ -7,7 +7,7 @@ examples:
     python -m shortlist screen --all --grid --out results/catalog --budget-min 14     # up the wider grid
     python -m shortlist screen --all --out results/catalog --per-gpu 4    # four workers on each GPU
     python -m shortlist screen --all --out results/catalog --executor ray --address auto   # on a Ray cluster
-    python -m shortlist families      # every Reasoning Gym family that builds with its defaults
+    python -m shortlist families      # every family, a line on each, and the ones that do not build
     python -m shortlist screen --source openenv --env-url http://127.0.0.1:8000 --families env   # an OpenEnv server
     python -m shortlist screen --source openenv --env-local myenv.py:app --families env   # one started here
 
@@ -62,7 +62,8 @@ def _parser() -> argparse.ArgumentParser:
     sc.add_argument("--out", help="the catalog's output folder (default results/catalog); a rerun keeps what it holds")
     sc.add_argument("--budget-min", type=float, help="start no screen after this many minutes; the rest is listed")
     executors.add_arguments(sc)
-    fa = sub.add_parser("families", help="list the families that build with their default config")
+    fa = sub.add_parser("families", help="list every family with a line on what it asks, the count, and the ones "
+                                         "that do not build (with why)")
     for p in (sc, fa):
         flags.add_arguments(p)  # --source and every source's own options (--env-url, --env-local)
     return ap
@@ -162,12 +163,27 @@ def _catalog(p, where, started: float) -> int:
 
 
 def _families(args) -> int:
-    try:  # a source that says what it offers (a server: its families, or its one environment) says it
+    """A line per family that builds, as each is read (a source's first import takes a while), then the
+    count and the ones that do not build, with why; a source that says what it offers (a server: its
+    families, or its one environment) says that instead."""
+    from shortlist.sources import levels
+    try:
         offered = sources.source.get(args.source)
-        print(offered.offers() if hasattr(offered, "offers") else "\n".join(sources.creatable(args.source)))
+        if hasattr(offered, "offers"):
+            print(offered.offers())
+            return 0
+        names = offered.names()
+        width = max(map(len, names), default=0)
+        found = levels.listing(args.source, log=lambda f: f.fails is None and print(
+            f"{f.family:<{width}}  {f.about}".rstrip(), flush=True))
     except OneLine as e:  # a server that cannot be reached
         print(f"error: {e}", file=sys.stderr)
         return 1
+    failing = [f for f in found if f.fails is not None]
+    print(f"\n{len(found) - len(failing)} of {len(found)} {args.source} families build and can be screened"
+          + (f"; {len(failing)} cannot:" if failing else "."))
+    for f in failing:
+        print(f"{f.family:<{width}}  {f.fails}")
     return 0
 
 

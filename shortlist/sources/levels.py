@@ -14,6 +14,7 @@ curriculum (1.5: halfway from level 1 to 2). A source without grid() gives its l
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 
 from shortlist import spec as spec_
@@ -110,3 +111,38 @@ def at(name: str, level: int | None, source: str = source_.DEFAULT, grid: bool =
     if not same:
         raise LevelError(f"{where}: the spec {text} does not give its config")
     return Level(name, level, n, text, position)
+
+
+@dataclass(frozen=True)
+class Listed:
+    """A family as `python -m shortlist families` lists it: what it asks, and why it cannot be screened
+    where it cannot (its defaults, or every level of its curriculum, refused by its own checks)."""
+    family: str
+    about: str  # the source's one line on it ("" where the source says nothing)
+    fails: str | None  # None: it builds where the catalog starts it (its easiest level that builds)
+
+
+def listing(source: str = source_.DEFAULT, log=None) -> list[Listed]:
+    """Every family of a source, described, with the ones that do not build and why (log: each as it is read)."""
+    src, found = source_.get(source), []
+    describe = getattr(src, "describe", lambda name: "")  # a source may say nothing of its families
+    for name in src.names():
+        found.append(Listed(name, describe(name), _fails(name, source)))
+        if log:
+            log(found[-1])
+    return found
+
+
+def _fails(name: str, source: str) -> str | None:
+    """Why a family cannot be screened: its defaults refused (a family without levels), or every level."""
+    n, why = count(name, source), []
+    for level in (None,) if n == 1 else range(n):
+        try:
+            family_.parse(at(name, level, source).spec, source)
+            return None
+        except (family_.FamilyError, LevelError) as e:
+            why.append(re.sub(r"^(AssertionError|ValueError): ", "", e.cause if isinstance(e, family_.FamilyError)
+                              and e.cause else str(e)))  # the source's own words, without how it raised them
+    return (f"does not build with its defaults ({why[0]}); give it a config" if n == 1 else
+            f"no level of its {n} builds (level 0: {why[0]}); the catalog lists it as failed")
+

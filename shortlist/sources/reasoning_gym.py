@@ -13,6 +13,7 @@ import collections.abc
 import dataclasses
 import importlib.metadata
 import json
+import re
 import types
 import typing
 
@@ -77,6 +78,20 @@ def _kinds(hint) -> tuple[type, ...] | None:
         parts = [_kinds(a) for a in typing.get_args(hint)]
         return None if None in parts else tuple(dict.fromkeys(k for part in parts for k in part))
     return None
+
+
+def describe(family: str) -> str:
+    """One line on what a family asks: its package (arithmetic, games...) and the first line of its dataset's
+    docstring, its Markdown links as plain text. A docstring copied from another family's ("Generates Count
+    Bits exercises" on number_format) or none at all leaves the package alone: no description beats a wrong one."""
+    cls = DATASETS[family][0]
+    package = cls.__module__.split(".")[1] if cls.__module__.count(".") >= 2 else ""
+    line = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", (cls.__doc__ or "").strip().split("\n")[0]).replace('"', "")
+    line = re.sub(r"(\s+(by|with|together|either|here|-|and|or))*[:.]?\s*$", "", line)  # a line the docstring goes on from
+    named = re.match(r"Generates (?:an? )?([A-Z][A-Za-z ]*?) (?:exercises|tasks|puzzles|games)\b", line)
+    if named and (other := named.group(1).lower().replace(" ", "_")) in DATASETS and other != family:
+        line = ""
+    return " ".join(filter(None, [f"[{package}]" if package else "", line]))
 
 
 def validate(family: str, config: dict) -> None:

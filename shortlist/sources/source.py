@@ -30,6 +30,7 @@ What a source module defines (every function deterministic in its arguments):
     kinds(family) -> dict[str, tuple[type, ...]]     optional: the kinds each setting takes (family.py checks them)
     known_answer(family, config, entry) -> str | None    optional: where an entry has no gold answer, one
                                                      known to be valid (the audit's ceiling reads it)
+    describe(family) -> str                          optional: one line on what a family asks (`families` lists it)
     identity() -> dict                               optional: what served the tasks (a server's URL, name,
                                                      version), recorded with VERSION beside every fingerprint
     entries(family, config, seeds) -> list[dict]     optional: entry() for many seeds at once (one server session)

@@ -1,4 +1,5 @@
 import json
+import re
 import subprocess
 import sys
 
@@ -50,9 +51,20 @@ def test_an_unreachable_hub_is_one_line_saying_what_to_do(no_model_loads, capsys
     assert "cannot reach the model hub" in err and "--model tiny on a command line" in err and "\n" not in err
 
 
-def test_runs_as_a_module():
+def test_runs_as_a_module_and_families_lists_each_with_a_line_a_count_and_the_ones_that_do_not_build():
     out = subprocess.run([sys.executable, "-m", "shortlist", "families"], capture_output=True, text=True, check=True)
-    assert "chain_sum" in out.stdout.split()
+    lines = out.stdout.splitlines()
+    listed = {line.split()[0]: line for line in lines if line.strip()}
+    assert "[arithmetic] Generates simple arithmetic tasks using only + and - operators" in listed["chain_sum"]
+    assert "Count Bits" not in listed["number_format"]  # a docstring copied from another family is not shown
+    count = next(line for line in lines if "families build and can be screened" in line)
+    built, total = map(int, re.match(r"(\d+) of (\d+) reasoning_gym families", count).groups())
+    failing = lines[lines.index(count) + 1:]
+    assert f"; {total - built} cannot:" in count and len(failing) == total - built >= 2
+    assert "no level of its 5 builds (level 0: min_nodes must be >= 6)" in listed["knight_swap"]
+    assert listed["composite"].split(None, 1)[1].startswith("does not build with its defaults")
+    assert not any("Error" in line for line in failing)  # the source's words, not how it raised them
+    assert built == len([line for line in lines[:lines.index(count)] if line.strip()])
 
 
 def test_the_catalog_screens_every_family_into_one_folder_and_prints_its_wall_time(capsys, tmp_path, monkeypatch):
