@@ -49,7 +49,7 @@ def pip(args: list[str], what: str, show: bool = True) -> tuple[int, str]:
         try:
             line = lines.get(timeout=SILENT_S)
         except queue.Empty:
-            print(f"  ... {what}: {time.monotonic() - started:.0f} s so far", flush=True)
+            print(f"  ... pip is still at work ({time.monotonic() - started:.0f} s)", flush=True)
             continue
         if line is None:
             break

@@ -112,6 +112,8 @@ def bookkeeping_callback(scorer: scoring.Scorer, key: str, prior: dict, log, che
         def on_train_begin(self, args, state, control, **kwargs):
             self.first = state.global_step  # a resumed run starts at its checkpoint's step
             self.begun = time.perf_counter()  # steps are timed from here: not the trainer's construction
+            log(f"{key}: trainer ready ({self.begun - self.started:.0f} s); step {state.global_step + 1} of "
+                f"{state.max_steps} under way")
 
         def on_step_end(self, args, state, control, **kwargs):
             if self.first_step_s is None:

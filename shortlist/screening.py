@@ -153,8 +153,10 @@ def screen_all(sampler: Sampler, scorer: Scorer, families, tasks: int = TASKS, f
     """Every family in turn, one progress line each: what `shortlist screen` and notebook 01 both run.
     rows: family key -> its tasks, built already (the proof's prediction tasks skip reserved questions);
     else seeds first_seed .. first_seed + tasks - 1."""
-    screens = []
-    for family in sources.parse_list(families):
+    screens, chosen = [], sources.parse_list(families)
+    for i, family in enumerate(chosen, 1):
+        n = len(rows[family.key]) if rows is not None else tasks
+        log(f"{family.key}: screening ({i} of {len(chosen)}): {n} tasks x {sampler.trainee.group} samples")
         if rows is not None:
             screens.append(screen_tasks(sampler, scorer, family, rows[family.key], seed))
         else:

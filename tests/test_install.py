@@ -84,7 +84,7 @@ def test_pip_shows_its_lines_as_they_come_and_says_it_is_still_at_work_where_it_
     rc, said = install.pip([sys.executable, "-c", quiet_then_done], "installing x")
     lines = capsys.readouterr().out.splitlines()
     assert rc == 0 and said.splitlines() == ["Collecting x", "Successfully installed x"]
-    beat = [bool(re.fullmatch(r"  \.\.\. installing x: \d+ s so far", line)) for line in lines]
+    beat = [bool(re.fullmatch(r"  \.\.\. pip is still at work \(\d+ s\)", line)) for line in lines]
     assert [line for line, b in zip(lines, beat) if not b] == ["installing x...", "Collecting x",
                                                               "Successfully installed x"]
     between = beat[lines.index("Collecting x") + 1:lines.index("Successfully installed x")]
