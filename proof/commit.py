@@ -21,10 +21,14 @@ from shortlist.sources import source as source_
 from shortlist.errors import OneLine
 from shortlist.trainee import AUDIT_VERDICTS, Trainee
 
-SCHEMA = 4
+SCHEMA = 5
 # what a report can read: schema 2 has no held-out record or audit, schema 3 chose unseen questions after the
-# training draw (evidence.py re-analyses both as they were committed); training reads this version's only
-READABLE = (2, 3, 4)
+# training draw (evidence.py re-analyses both as they were committed); schema 4 reserved every question by its
+# text, schema 5 by its meaning where its family has one (each reservation records its key: heldout.py), so
+# training reads both, each by the key it was drawn by
+READABLE = (2, 3, 4, 5)
+TRAINABLE = (4, 5)
+AUDITED = 4  # the first schema whose screens carry the audit and whose results carry the policies
 
 
 class CommitError(OneLine, RuntimeError):
@@ -97,9 +101,9 @@ def not_judged(screen: dict, few: str | None) -> list[str]:
     return why + ([few] if few else [])
 
 
-def committed(out, readable: tuple = (SCHEMA,)) -> tuple[dict, str]:
+def committed(out, readable: tuple = TRAINABLE) -> tuple[dict, str]:
     """The predictions in an output folder and their digest, if they are there and unaltered (and of
-    a schema in readable: training reads only this version's, a report older ones too)."""
+    a schema in readable: training reads those it can train, a report older ones too)."""
     path, hash_path = files.predictions(out), files.predictions_hash(out)
     if not path.exists() or not hash_path.exists():
         raise NotCommitted(f"no committed predictions in {out}: run 01_predict first (python -m proof run does)")
@@ -115,8 +119,8 @@ def committed(out, readable: tuple = (SCHEMA,)) -> tuple[dict, str]:
     if not isinstance(body, dict):
         raise CommitError(f"{path} holds no JSON object: it was not written by a commit")
     if body.get("schema") not in readable:
-        raise CommitError(f"{path} has schema {str(body.get('schema'))[:40]}, this version reads {SCHEMA}: "
-                          f"commit again into another out folder")
+        raise CommitError(f"{path} has schema {str(body.get('schema'))[:40]}, this version reads "
+                          f"{' and '.join(map(str, readable))}: commit again into another out folder")
     _shaped(body, path)
     return body, recorded
 
@@ -209,6 +213,9 @@ def tasks_verified(body: dict, family, built: dict) -> None:
                               f"{now[name][:12]}… vs {sha[:12]}…); "
                               + ("is reasoning-gym another version?" if sources.parse(key).source == source_.DEFAULT
                                  else "does its server serve other tasks for the same seeds?"))
+    why = heldout.breaches(built["heldout"], key, built) if built.get("heldout") is not None else []
+    if why:  # read by the key the reservation was drawn by: a key that differs between processes, a bad draw
+        raise CommitError(f"{key}: its tasks do not keep the committed reservation ({'; '.join(why)}): commit anew")
 
 
 def _served(identity: dict) -> str:

@@ -117,7 +117,7 @@ def one(body: dict, key: str, result, trainee: Trainee, scorer) -> Evidence:
 def _audit(body: dict, screen: dict, tasks: CommittedTasks, trainee: Trainee, scorer, measured: list):
     """The committed screen's audit, or (for a run older than this version's policies) the audit
     measured now on its prediction tasks, and the verdict this version's rule gives the screen with it."""
-    if body.get("schema", 0) >= commit.SCHEMA:
+    if body.get("schema", 0) >= commit.AUDITED:
         guess = {"answer": screen.get("guess_answer"), "accuracy": screen.get("guess"), "mean": screen.get("guess_mean")}
         return screen.get("ceiling"), guess, screen["verdict"]
     a = audit_.audit(_need(scorer), trainee, screen["family"], tasks["predict"])
