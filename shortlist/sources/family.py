@@ -135,7 +135,9 @@ class Family:
     @property
     def environment(self) -> str:
         """The family as its environment spells it, whichever source serves it (the key without the
-        source): the same questions are reserved for chain_sum read directly and through a server."""
+        source): the same questions are reserved for a family read directly and through a server where both
+        key them by their text. A server sends no metadata, so a family read through one is keyed by its
+        text: products read directly, keyed by its meaning (sources/meaning.py), reserves other questions."""
         return spec.render(self.name, self.config)
 
     @property
