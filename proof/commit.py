@@ -24,9 +24,13 @@ from shortlist.trainee import Trainee
 
 SCHEMA = 5
 # what a report can read: schema 2 has no held-out record or audit, schema 3 chose unseen questions after the
-# training draw (evidence.py re-analyses both as they were committed), schema 4 kept no adapter and sealed
-# nothing (proof/verify.py says which checks cannot run); training reads this version's only
+# training draw (evidence.py re-analyses both as they were committed); schema 4 reserved every question by its
+# text, kept no adapter and sealed nothing (proof/verify.py says which checks cannot run); schema 5 reserves by
+# the question's meaning where its family has one (each reservation records its key: heldout.py), keeps each
+# family's adapter and seals its files. Training reads this version's only: a result is made, and verified,
+# under its commitment's schema
 READABLE = (2, 3, 4, 5)
+TRAINABLE = (SCHEMA,)
 POLICIES = 4  # the first schema whose screens hold this version's audit and policies (evidence.py)
 
 
@@ -101,9 +105,9 @@ def not_judged(screen: dict, few: str | None) -> list[str]:
     return why + ([few] if few else [])
 
 
-def committed(out, readable: tuple = (SCHEMA,)) -> tuple[dict, str]:
+def committed(out, readable: tuple = TRAINABLE) -> tuple[dict, str]:
     """The predictions in an output folder and their digest, if they are there and unaltered (and of
-    a schema in readable: training reads only this version's, a report older ones too)."""
+    a schema in readable: training reads those it can train, a report older ones too)."""
     path, hash_path = files.predictions(out), files.predictions_hash(out)
     if not path.exists() or not hash_path.exists():
         raise NotCommitted(f"no committed predictions in {out}: run 01_predict first (python -m proof run does)")
@@ -119,8 +123,8 @@ def committed(out, readable: tuple = (SCHEMA,)) -> tuple[dict, str]:
     if not isinstance(body, dict):
         raise CommitError(f"{path} holds no JSON object: it was not written by a commit")
     if body.get("schema") not in readable:
-        raise CommitError(f"{path} has schema {str(body.get('schema'))[:40]}, this version reads {SCHEMA}: "
-                          f"commit again into another out folder")
+        raise CommitError(f"{path} has schema {str(body.get('schema'))[:40]}, this version reads "
+                          f"{' and '.join(map(str, readable))}: commit again into another out folder")
     _shaped(body, path)
     return body, recorded
 
@@ -213,6 +217,9 @@ def tasks_verified(body: dict, family, built: dict) -> None:
                               f"{now[name][:12]}… vs {sha[:12]}…); "
                               + ("is reasoning-gym another version?" if sources.parse(key).source == source_.DEFAULT
                                  else "does its server serve other tasks for the same seeds?"))
+    why = heldout.breaches(built["heldout"], key, built) if built.get("heldout") is not None else []
+    if why:  # read by the key the reservation was drawn by: a key that differs between processes, a bad draw
+        raise CommitError(f"{key}: its tasks do not keep the committed reservation ({'; '.join(why)}): commit anew")
 
 
 def _served(identity: dict) -> str:

@@ -1,12 +1,16 @@
 """Held-out means reserved: evaluation questions are set aside before anything is drawn.
 
 Per family spec, a share of its distinct questions is evaluation-only, chosen by a keyed hash of the
-normalized question (case and whitespace): SHA-256 of the run's reserve_key, the family's key and the
-question, read as a number in [0, 1). A question is reserved when its hash lies below the family's
-threshold. Training and prediction tasks are the first tasks from their seeds whose question is not
-reserved; the evaluation tasks are the first eval_n from eval_seed whose question is, so they are a
-neutral sample of the reserved share (the hash knows nothing of how often a question is drawn or what
-it asks): a constant answer scores there what it scores on any sample of the family.
+question's key: SHA-256 of the run's reserve_key, the family's key and the question's key, read as a number
+in [0, 1). A question's key is its meaning where its family has one (shortlist/sources/meaning.py: "3 * 7"
+and "7 * 3" are one question, and so are one Go board under two templates), else its text, case and
+whitespace aside; so twins are one question everywhere here: reserved together, counted once in the census
+and in the distinct questions. Which key a reservation drew by (with its version) is committed with it, and
+it is read by that key only: a reservation committed before meanings (schema 4) is the text's. A question is
+reserved when its hash lies below the family's threshold. Training and prediction tasks are the first tasks
+from their seeds whose question is not reserved; the evaluation tasks are the first eval_n from eval_seed
+whose question is, so they are a neutral sample of the reserved share (the hash knows nothing of how often a
+question is drawn or what it asks): a constant answer scores there what it scores on any sample of the family.
 
 The share is sized from the family's question space, estimated before anything else is drawn: a
 census of census_n tasks from census_seed, its distinct questions counted with Chao1's bias-corrected
@@ -29,19 +33,29 @@ import math
 from dataclasses import asdict, dataclass, field
 
 from shortlist import sources
+from shortlist.sources.meaning import QUESTION, normalized
 
 SHARE_MIN, SHARE_MAX = 0.2, 0.5  # of a family's distinct questions, reserved for evaluation
 WALK = 4  # a training or prediction draw looks at most at WALK x its count of seeds (at most half are skipped)
 
 
-def normalized(question: str) -> str:
-    return " ".join(question.lower().split())
-
-
 def question_hash(key: str, family: str, question: str) -> float:
-    """The keyed hash of a question, in [0, 1)."""
-    digest = hashlib.sha256(f"{key}\0{family}\0{normalized(question)}".encode()).digest()
+    """The keyed hash of a question's text, in [0, 1): the hash of its key where it is reserved by its text."""
+    return key_hash(key, family, normalized(question))
+
+
+def key_hash(key: str, family: str, meant: str) -> float:
+    """The keyed hash of a question's key (keys()), in [0, 1)."""
+    digest = hashlib.sha256(f"{key}\0{family}\0{meant}".encode()).digest()
     return int.from_bytes(digest[:8], "big") / 2 ** 64
+
+
+def keys(by: str):
+    """The key of a task under the key `by` names: its text (QUESTION), else the "meaning" it was built
+    with (Family.tasks(keyed=True))."""
+    if by == QUESTION:
+        return lambda task: normalized(task["question"])
+    return lambda task: task["meaning"]
 
 
 @dataclass(frozen=True)
@@ -56,13 +70,19 @@ class Reservation:
     doubletons: int  # questions seen twice
     estimate: float  # Chao1's estimate of the family's distinct questions
     reserved: int  # distinct census questions reserved
+    meaning: str = QUESTION  # which key questions are reserved by (Family.meaning); a schema-4 run: the text
 
     def as_dict(self) -> dict:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict) -> "Reservation":
-        return cls(**{name: d[name] for name in cls.__dataclass_fields__})
+        return cls(**{name: d[name] for name in cls.__dataclass_fields__ if name != "meaning"},
+                   meaning=d.get("meaning", QUESTION))
+
+    def key_of(self, task: dict) -> str:
+        """A task's key under this reservation's (a task built keyed where that is a meaning)."""
+        return keys(self.meaning)(task)
 
 
 def chao1(counts: list[int]) -> float:
@@ -71,39 +91,43 @@ def chao1(counts: list[int]) -> float:
     return len(counts) + f1 * (f1 - 1) / (2 * (f2 + 1))
 
 
-def reserve(family, settings) -> Reservation:
-    """The family's reservation, from its census (census_n tasks from census_seed)."""
-    return _reserve(sources.parse(family), settings)[0]
+def reserve(family, settings, meaning: bool = True) -> Reservation:
+    """The family's reservation, from its census (census_n tasks from census_seed): by its meaning (its
+    text where it has none), or with meaning=False by its text, as before meanings."""
+    family = sources.parse(family)
+    return _reserve(family, settings, family.meaning if meaning else QUESTION)[0]
 
 
-def _reserve(family, settings) -> tuple[Reservation, set]:
-    census = family.tasks(range(settings.census_seed, settings.census_seed + settings.census_n))
+def _reserve(family, settings, by: str) -> tuple[Reservation, set]:
+    census = family.tasks(range(settings.census_seed, settings.census_seed + settings.census_n), by != QUESTION)
     counts: dict[str, int] = {}
-    for t in census:
-        q = normalized(t["question"])
+    for q in map(keys(by), census):
         counts[q] = counts.get(q, 0) + 1
     estimate = chao1(list(counts.values()))
     share = min(SHARE_MAX, max(SHARE_MIN, settings.min_unseen / estimate)) if estimate else SHARE_MAX
     d = len(counts)
     k = min(max(math.ceil(share * d), min(settings.min_unseen, d // 2)), max(d - 1, 0))
-    hashes = sorted(question_hash(settings.reserve_key, family.environment, q) for q in counts)
+    hashes = sorted(key_hash(settings.reserve_key, family.environment, q) for q in counts)
     threshold = 0.0 if k == 0 else (hashes[k - 1] + hashes[k]) / 2
     return Reservation(settings.reserve_key, threshold, share, len(census), d, sum(c == 1 for c in counts.values()),
-                       sum(c == 2 for c in counts.values()), estimate, k), set(counts)
+                       sum(c == 2 for c in counts.values()), estimate, k, by), set(counts)
 
 
-def is_reserved(reservation: Reservation, family, question: str) -> bool:
-    return question_hash(reservation.key, sources.parse(family).environment, question) < reservation.threshold
+def is_reserved(reservation: Reservation, family, task: dict) -> bool:
+    """Whether a task's question is reserved, by the key its reservation was drawn by (a task built keyed
+    where that key is a meaning)."""
+    environment = sources.parse(family).environment
+    return key_hash(reservation.key, environment, reservation.key_of(task)) < reservation.threshold
 
 
-def walk(family, start: int, stop: int, count: int, keep) -> tuple[list[dict], list[int]]:
-    """The first `count` tasks from seed `start` (below `stop`) whose question `keep` accepts, and the
-    seeds passed over; fewer where the seeds run out."""
+def walk(family, start: int, stop: int, count: int, keep, keyed: bool = False) -> tuple[list[dict], list[int]]:
+    """The first `count` tasks from seed `start` (below `stop`) that `keep` accepts, and the seeds passed
+    over; fewer where the seeds run out. keyed: the tasks carry their meaning (Family.tasks)."""
     chosen, skipped, at = [], [], start
     while len(chosen) < count and at < stop:
         end = min(stop, at + count - len(chosen))  # build no more than could still be needed (some build slowly)
-        for task in family.tasks(range(at, end)):
-            if keep(task["question"]):
+        for task in family.tasks(range(at, end), keyed):
+            if keep(task):
                 chosen.append(task)
             else:
                 skipped.append(task["seed"])
@@ -151,38 +175,59 @@ class HeldOut:
                    d.get("train", ()), d.get("predict", ()), d.get("reserved", 0), d.get("short", ()))
 
 
-def groups_of(tasks: list[dict]) -> list[int]:
-    """Per task, the index of its distinct (normalized) question."""
+def groups_of(tasks: list[dict], by: str = QUESTION) -> list[int]:
+    """Per task, the index of its distinct question (by its text, or by the key `by` names: keys())."""
     index: dict[str, int] = {}
-    return [index.setdefault(normalized(t["question"]), len(index)) for t in tasks]
+    return [index.setdefault(key, len(index)) for key in map(keys(by), tasks)]
 
 
-def draw(family, settings) -> tuple[HeldOut, dict]:
+def draw(family, settings, meaning: bool = True) -> tuple[HeldOut, dict]:
     """The family's reservation, then its training, prediction and evaluation tasks, each walked from
-    its seed past the questions it may not hold; returns the record and {"train", "predict", "eval"}."""
+    its seed past the questions it may not hold; returns the record and {"train", "predict", "eval"}.
+    meaning=False: reserved by the text, as before meanings (what a twin of a question cost: bench)."""
     family = sources.parse(family)
-    r, census = _reserve(family, settings)
-    free = lambda q: not is_reserved(r, family, q)  # noqa: E731
-    ranges = settings.seed_ranges()
+    by = family.meaning if meaning else QUESTION
+    r, census = _reserve(family, settings, by)
+    free = lambda t: not is_reserved(r, family, t)  # noqa: E731
+    ranges, keyed = settings.seed_ranges(), by != QUESTION
     n_train = settings.steps * settings.prompts_per_step
-    train, _ = walk(family, ranges["train"].start, ranges["train"].stop, n_train, free)
-    predict, _ = walk(family, ranges["predict"].start, ranges["predict"].stop, settings.predict_tasks, free)
+    train, _ = walk(family, ranges["train"].start, ranges["train"].stop, n_train, free, keyed)
+    predict, _ = walk(family, ranges["predict"].start, ranges["predict"].stop, settings.predict_tasks, free, keyed)
     evaluate, skipped = walk(family, ranges["eval"].start, ranges["eval"].stop, settings.eval_n,
-                             lambda q: is_reserved(r, family, q))
+                             lambda t: is_reserved(r, family, t), keyed)
     short = tuple((name, len(got)) for name, got, want in (("train", train, n_train),
                                                            ("predict", predict, settings.predict_tasks)) if len(got) < want)
-    beyond = {normalized(t["question"]) for t in evaluate} - census
-    record = HeldOut([t["seed"] for t in evaluate], skipped, len(evaluate) + len(skipped), groups_of(evaluate),
+    beyond = set(map(r.key_of, evaluate)) - census
+    record = HeldOut([t["seed"] for t in evaluate], skipped, len(evaluate) + len(skipped), groups_of(evaluate, by),
                      sources.fingerprint(evaluate), r, [t["seed"] for t in train], [t["seed"] for t in predict],
                      r.reserved + len(beyond), short)
     return record, {"train": train, "predict": predict, "eval": evaluate}
 
 
 def rebuild(family, record: HeldOut) -> dict:
-    """The committed tasks of a reserved draw, built again from their seeds."""
+    """The committed tasks of a reserved draw, built again from their seeds (keyed, where its reservation
+    was drawn by a meaning this version has)."""
     family = sources.parse(family)
-    return {"train": family.tasks(list(record.train)), "predict": family.tasks(list(record.predict)),
-            "eval": family.tasks(list(record.seeds))}
+    keyed = record.reservation is not None and record.reservation.meaning == family.meaning != QUESTION
+    return {name: family.tasks(list(seeds), keyed) for name, seeds in
+            (("train", record.train), ("predict", record.predict), ("eval", record.seeds))}
+
+
+def breaches(record: HeldOut, family, built: dict) -> list[str]:
+    """Why a committed draw's tasks do not keep its reservation, read by the key it was drawn by: an
+    evaluation task whose question is not reserved, a training or prediction task whose question is; []
+    where they keep it. Not read where the draw's key is a meaning this version does not have (another
+    version of its function): its tasks are the committed ones (their fingerprints), drawn as committed."""
+    r, family = record.reservation, sources.parse(family)
+    if r is None or r.meaning not in (QUESTION, family.meaning):
+        return []
+    why = []
+    for name, want in (("eval", True), ("train", False), ("predict", False)):
+        wrong = [t["seed"] for t in built[name] if is_reserved(r, family, t) != want]
+        if wrong:
+            why.append(f"{len(wrong)} of its {name} tasks (seed {wrong[0]} first) ask a question "
+                       f"{'not ' if want else ''}reserved by {r.meaning}")
+    return why
 
 
 def select(family, settings, seen: list[dict]) -> tuple[HeldOut, list[dict]]:
@@ -191,7 +236,8 @@ def select(family, settings, seen: list[dict]) -> tuple[HeldOut, list[dict]]:
     family = sources.parse(family)
     known = {normalized(t["question"]) for t in seen}
     stop = settings.eval_seed + settings.eval_search * settings.eval_n
-    chosen, skipped = walk(family, settings.eval_seed, stop, settings.eval_n, lambda q: normalized(q) not in known)
+    chosen, skipped = walk(family, settings.eval_seed, stop, settings.eval_n,
+                           lambda t: normalized(t["question"]) not in known)
     record = HeldOut([t["seed"] for t in chosen], skipped, len(chosen) + len(skipped), groups_of(chosen),
                      sources.fingerprint(chosen))
     return record, chosen

@@ -66,11 +66,22 @@ def _audit(report: Report) -> str:
             f"same evaluation tasks is what the trained model must beat.")
 
 
+def _meanings(report: Report) -> str:
+    """Which families were reserved by their questions' meaning (heldout.py), where any was: else nothing."""
+    keyed = sorted({e.reservation["meaning"] for e in report.evidence.values()
+                    if e.reservation and e.reservation.get("meaning", "question") != "question"})
+    if not keyed:
+        return ""
+    return (f"A question is keyed by its meaning where its family has one ({', '.join(keyed)}): twins such as "
+            f"\"3 * 7\" and \"7 * 3\", or one board under two templates, are one question, reserved together and "
+            f"counted once; elsewhere by its text, case and whitespace aside. ")
+
+
 def _heldout(report: Report) -> str:
     s = report.settings
     return (("Each result rests on its reserved evaluation questions: a keyed hash set them aside before "
              "anything was drawn, sized from a census of the family's questions (the estimate is Chao1's). "
-             if s.get("reserve") else "Each result rests on its unseen evaluation questions. ") +
+             if s.get("reserve") else "Each result rests on its unseen evaluation questions. ") + _meanings(report) +
             f"Families with fewer than {s.get('min_unseen', MIN_UNSEEN)} distinct ones are not judged. The last "
             f"columns count each distinct question once (the mean of its tasks), resampled the same way.")
 

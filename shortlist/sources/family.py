@@ -168,7 +168,9 @@ class Family:
     @property
     def environment(self) -> str:
         """The family as its environment spells it, whichever source serves it (the key without the
-        source): the same questions are reserved for chain_sum read directly and through a server."""
+        source): the same questions are reserved for a family read directly and through a server where both
+        key them by their text. A server sends no metadata, so a family read through one is keyed by its
+        text: products read directly, keyed by its meaning (sources/meaning.py), reserves other questions."""
         return spec.render(self.name, self.config)
 
     @property
@@ -184,10 +186,17 @@ class Family:
     def task(self, seed: int) -> dict:
         return self.tasks([seed])[0]
 
-    def tasks(self, seeds) -> list[dict]:
+    def tasks(self, seeds, keyed: bool = False) -> list[dict]:
         """{"seed", "question", "answer"} per seed (answer None where the family has none), the same
-        in every process whatever its hash seed (tasks.py)."""
-        return tasks_.build(self.source, self.name, self.config, [int(seed) for seed in seeds])
+        in every process whatever its hash seed (tasks.py); keyed: with "meaning", the key each task is
+        reserved by, where the family's is not its text (meaning)."""
+        return tasks_.build(self.source, self.name, self.config, [int(seed) for seed in seeds], keyed)
+
+    @property
+    def meaning(self) -> str:
+        """Which key its questions are reserved by, with its version ("products/1"), or "question": the
+        text, case and whitespace aside (sources/meaning.py)."""
+        return tasks_.meaning(self.source, self.name)
 
     def __hash__(self):  # the config is a dict, so hash by the canonical key
         return hash(self.key)

@@ -21,6 +21,8 @@ import reasoning_gym
 from reasoning_gym.factory import CURRICULA, DATASETS, create_curriculum
 from reasoning_gym.utils import SYSTEM_PROMPTS, extract_answer  # the ecosystem's prompt and answer convention
 
+from shortlist.sources import meaning as meaning_
+
 VERSION = importlib.metadata.version("reasoning-gym")
 
 # How its families are asked and read where the trainee leaves that to the source (source.py): Reasoning
@@ -127,6 +129,16 @@ def known_answer(family: str, config: dict, entry_: dict) -> str | None:
         if value is not None:
             return value if isinstance(value, str) else json.dumps(value)
     return None
+
+
+def meaning(family: str) -> str:
+    """Which key the family's questions are reserved by (sources/meaning.py): its meaning, or the text."""
+    return meaning_.name(family)
+
+
+def meaning_of(family: str, config: dict, entry_: dict) -> str:
+    """The key of an entry of a family whose meaning() is not the text."""
+    return meaning_.key(family, config, entry_)
 
 
 def scorer(family: str, config: dict):

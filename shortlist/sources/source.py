@@ -31,6 +31,9 @@ What a source module defines (every function deterministic in its arguments):
     known_answer(family, config, entry) -> str | None    optional: where an entry has no gold answer, one
                                                      known to be valid (the audit's ceiling reads it)
     describe(family) -> str                          optional: one line on what a family asks (`families` lists it)
+    meaning(family) -> str                           optional: which key its questions are reserved by, with a
+                                                     version ("products/1"; "question": the text, the default)
+    meaning_of(family, config, entry) -> str         with meaning(): an entry's key under it (sources/meaning.py)
     identity() -> dict                               optional: what served the tasks (a server's URL, name,
                                                      version), recorded with VERSION beside every fingerprint
     entries(family, config, seeds) -> list[dict]     optional: entry() for many seeds at once (one server session)

@@ -19,7 +19,8 @@ import sys
 import threading
 
 from shortlist import process
-from shortlist.errors import one_line
+from shortlist.errors import OneLine, one_line
+from shortlist.sources.meaning import QUESTION, MeaningError
 from shortlist.sources import source as source_
 
 _helper: subprocess.Popen | None = None
@@ -31,17 +32,25 @@ def fixed() -> bool:
     return sys.flags.hash_randomization == 0
 
 
-def build(source: str, name: str, config: dict, seeds: list[int]) -> list[dict]:
-    """{"seed", "question", "answer"} for each seed, as every process of the project builds them."""
+class Refused(OneLine, RuntimeError):
+    """A task the builder refused in one line (a key function that cannot read it: sources/meaning.py)."""
+    exit_code = 1
+
+
+def build(source: str, name: str, config: dict, seeds: list[int], keyed: bool = False) -> list[dict]:
+    """{"seed", "question", "answer"} for each seed, as every process of the project builds them; keyed:
+    with "meaning", the key each is reserved by, where its source keys the family otherwise than by its text."""
     if fixed() or source_.remote(source):  # a server's tasks do not depend on this process's hash seed
-        return _build(source, name, config, seeds)
+        return _build(source, name, config, seeds, keyed)
     with _lock:
         helper = _start()
         helper.stdin.write(json.dumps({"source": source_.as_request(source), "name": name, "config": config,
-                                       "seeds": seeds}) + "\n")
+                                       "seeds": seeds, "keyed": keyed}) + "\n")
         helper.stdin.flush()
         reply = json.loads(helper.stdout.readline() or '{"error": "the task builder died"}')
     if "error" in reply:
+        if reply.get("refused"):  # the line says it all (it names the family)
+            raise Refused(reply["error"])
         raise RuntimeError(f"building {name} tasks: {reply['error']}")
     return reply["tasks"]
 
@@ -51,19 +60,42 @@ def entry(source: str, name: str, config: dict, seed: int) -> dict:
     return source_.get(source).entry(name, config, seed)
 
 
-def _build(source: str, name: str, config: dict, seeds: list[int]) -> list[dict]:
+def meaning(source: str, name: str) -> str:
+    """Which key a family's questions are reserved by: its source's meaning(), else the text."""
+    src = source_.get(source)
+    return src.meaning(name) if hasattr(src, "meaning") else QUESTION
+
+
+def _build(source: str, name: str, config: dict, seeds: list[int], keyed: bool = False) -> list[dict]:
     """Each task as the project keeps it; where it carries no gold answer, "valid": an answer its
     source knows to be valid (the source's optional known_answer()), or None: the audit checks the
-    ceiling with it."""
+    ceiling with it. keyed, and the family keyed by its meaning: "meaning", its key (build())."""
     src, tasks = source_.get(source), []
+    keyed = keyed and meaning(source, name) != QUESTION
     entries = src.entries(name, config, seeds) if hasattr(src, "entries") else (
         entry(source, name, config, seed) for seed in seeds)
     for seed, task in zip(seeds, entries):
         kept = {"seed": seed, "question": task["question"], "answer": task["answer"]}
         if task["answer"] is None and hasattr(src, "known_answer"):
             kept["valid"] = src.known_answer(name, config, task)
+        if keyed:
+            kept["meaning"] = _meaning(src, name, config, task, seed)
         tasks.append(kept)
     return tasks
+
+
+def _meaning(src, name: str, config: dict, task: dict, seed: int) -> str:
+    """A task's key from its source's meaning_of(); one that raises, or gives no key, is one line."""
+    try:
+        found = src.meaning_of(name, config, task)
+    except Exception as e:  # noqa: BLE001  a task the key cannot read (another version of the source?)
+        found, why = None, one_line(e, 160)
+    else:
+        why = None if isinstance(found, str) and found else f"it gave {str(found)[:60]!r}, not a non-empty string"
+    if why:
+        raise MeaningError(f"{name}: its meaning key {src.meaning(name)} cannot read the task of seed {seed} ({why}); "
+                           f"is its source another version than the key was written for?")
+    return found
 
 
 def _start() -> subprocess.Popen:
@@ -105,9 +137,10 @@ def main() -> None:
         request = json.loads(line)
         try:
             source_.from_request(request["source"])
-            reply = {"tasks": _build(request["source"][0], request["name"], request["config"], request["seeds"])}
+            reply = {"tasks": _build(request["source"][0], request["name"], request["config"], request["seeds"],
+                                     request.get("keyed", False))}
         except Exception as e:  # noqa: BLE001  the caller raises it, in its own process
-            reply = {"error": one_line(e)}
+            reply = {"error": one_line(e), "refused": isinstance(e, OneLine)}
         replies.write(json.dumps(reply) + "\n")
         replies.flush()
 

@@ -94,12 +94,52 @@ def test_tasks_that_differ_from_the_committed_ones_are_refused_before_any_model_
     s, _ = committed
     real = Family.tasks
 
-    def other(self, seeds):  # as another reasoning-gym, or another hash seed, would build them
-        return [t | {"answer": "?"} if t["seed"] == seeds[0] else t for t in real(self, seeds)]
+    def other(self, seeds, keyed=False):  # as another reasoning-gym, or another hash seed, would build them
+        return [t | {"answer": "?"} if t["seed"] == seeds[0] else t for t in real(self, seeds, keyed)]
     monkeypatch.setattr(Family, "tasks", other)
     with pytest.raises(CommitError, match=r"the train tasks built here differ from the committed ones") as e:
         train.run_family(s, s.families[0])
     assert "\n" not in str(e.value)
+
+
+def test_tasks_whose_keys_differ_from_the_committed_reservations_are_refused_before_any_model_loads(
+        committed, no_model_loads, monkeypatch):
+    from shortlist.sources import Family
+    s, _ = committed
+    body, _ = commit.verified(s)
+    assert commit.held_out(body, s.families[0]).reservation.meaning == "chain_sum/1"
+    real = Family.tasks
+
+    def other(self, seeds, keyed=False):  # a key function that reads the same tasks otherwise here (its fingerprints hold)
+        return [t | {"meaning": t["meaning"] + "?"} if "meaning" in t else t for t in real(self, seeds, keyed)]
+    monkeypatch.setattr(Family, "tasks", other)
+    with pytest.raises(CommitError, match=r"chain_sum.*: its tasks do not keep the committed reservation \(\d+ of its "
+                                          r"eval tasks .* not reserved by chain_sum/1.*\): commit anew") as e:
+        train.run_family(s, s.families[0])
+    assert "\n" not in str(e.value)
+
+
+def test_a_commitment_of_schema_4_trains_as_it_was_committed_by_its_texts(tmp_path, no_model_loads):
+    """Today's commitments (schema 4) reserved every question by its text and recorded no key: this version reads
+    them so, and trains them (past every check, to the model), never reserving them again by meaning."""
+    from proof import heldout
+    s = settings_.make("smoke", out=str(tmp_path / "run"))
+    screens = [screening.summarize(f, [[1.0, 0.0] * 4] * 8, 1.0, s.profile).as_dict() for f in s.families]
+    drawn = {f: heldout.draw(f, s, meaning=False) for f in s.families}
+    commit.write(s, screens, {"name": "tiny", "path": "/nowhere", "revision": "x"}, {"deadline_s": 1.0},
+                 {"engine": "static", "why": None, "checks": []},
+                 {f: commit.fingerprints(b) for f, (_, b) in drawn.items()}, {f: h for f, (h, _) in drawn.items()})
+    body = json.loads(files.predictions(s.out).read_text())
+    body["schema"] = 4
+    for record in body["heldout"].values():
+        del record["reservation"]["meaning"]  # what schema 4 wrote
+    data = (json.dumps(body, indent=1) + "\n").encode()
+    files.predictions(s.out).write_bytes(data)
+    files.predictions_hash(s.out).write_text(f"{commit.digest(data)}  predictions.json\n")
+    held = commit.held_out(commit.verified(s)[0], s.families[0])
+    assert held.reservation.meaning == "question" and held == drawn[s.families[0]][0]
+    with pytest.raises(AssertionError, match="a model was loaded"):
+        train.run_family(s, s.families[0])
 
 
 def test_predict_keeps_committed_predictions_and_never_overwrites_others(committed, no_model_loads):
