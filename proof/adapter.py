@@ -42,7 +42,7 @@ def merged(model, folder: Path):
     from peft import PeftModel
 
     from proof.train import renamed_alias
-    from shortlist.generation import hf_internals
+    from shortlist.models import hf_internals
     with renamed_alias():
         trained = PeftModel.from_pretrained(hf_internals.plain_copy(model), str(folder)).merge_and_unload()
     trained.eval()
