@@ -10,6 +10,7 @@ and the differences say how far a second run lands. Timings, versions, the devic
 from __future__ import annotations
 
 import shutil
+import sys
 from proof import commit, files, records
 from proof.records import FamilyResult
 from shortlist import executors, sources
@@ -22,7 +23,12 @@ class ReproduceError(OneLine, RuntimeError):
     """A family that cannot be trained again here; the message is one line."""
 
 
-def reproduce(out, key: str, log=print) -> list[str]:
+def _progress(line: str) -> None:
+    """The retraining's progress, on stderr: stdout carries the comparison's findings alone."""
+    print(line, file=sys.stderr, flush=True)
+
+
+def reproduce(out, key: str, log=_progress) -> list[str]:
     """The family trained again from the commitment: every difference from its recorded result, one line each."""
     from proof import runner, train
     settings, sha = runner.committed_settings(out)

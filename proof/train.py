@@ -139,8 +139,8 @@ def progress_line(key: str, step: int, steps: int, logs: dict, seconds: float, d
     per = seconds / done if done > 0 else float("nan")
     left = per * (steps - step)
     # the time left is training's: the evaluation after it comes next, so the last step says that, not "0.0 min"
-    eta = ("training done, the evaluation after it next" if step >= steps else
-           f"{left / 60:.1f} min of training left" if left == left else "time left unknown")
+    eta = ("evaluation next" if step >= steps else
+           f"{left / 60:.1f} min left" if left == left else "time left unknown")
     return (f"{key} step {step}/{steps}: reward {logs['reward']:.3f} ± {logs.get('reward_std', 0):.3f}, zero-std "
             f"{logs.get('frac_reward_zero_std', 0):.2f}, clipped {logs.get('completions/clipped_ratio', 0):.2f}, "
             f"length {logs.get('completions/mean_length', 0):.0f}, {per:.1f} s/step, {eta}")

@@ -119,9 +119,10 @@ def test_tasks_whose_keys_differ_from_the_committed_reservations_are_refused_bef
     assert "\n" not in str(e.value)
 
 
-def test_a_commitment_of_schema_4_trains_as_it_was_committed_by_its_texts(tmp_path, no_model_loads):
-    """Today's commitments (schema 4) reserved every question by its text and recorded no key: this version reads
-    them so, and trains them (past every check, to the model), never reserving them again by meaning."""
+def test_a_commitment_of_schema_4_is_read_by_its_texts_and_not_trained_again(tmp_path, no_model_loads):
+    """Schema 4 reserved every question by its text and recorded no key: this version reads it so, never
+    reserving it again by meaning; it trains schema 5 only (its results keep an adapter and are sealed, which a
+    schema-4 commitment's results cannot be checked for), refused in one line before any model loads."""
     from proof import heldout
     s = settings_.make("smoke", out=str(tmp_path / "run"))
     screens = [screening.summarize(f, [[1.0, 0.0] * 4] * 8, 1.0, s.profile).as_dict() for f in s.families]
@@ -136,9 +137,9 @@ def test_a_commitment_of_schema_4_trains_as_it_was_committed_by_its_texts(tmp_pa
     data = (json.dumps(body, indent=1) + "\n").encode()
     files.predictions(s.out).write_bytes(data)
     files.predictions_hash(s.out).write_text(f"{commit.digest(data)}  predictions.json\n")
-    held = commit.held_out(commit.verified(s)[0], s.families[0])
+    held = commit.held_out(commit.committed(s.out, commit.READABLE)[0], s.families[0])
     assert held.reservation.meaning == "question" and held == drawn[s.families[0]][0]
-    with pytest.raises(AssertionError, match="a model was loaded"):
+    with pytest.raises(commit.CommitError, match="has schema 4, this version reads 5"):
         train.run_family(s, s.families[0])
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import matplotlib.image
 import pytest
 
-from proof import files, report, runner
+from proof import commit, files, report, runner, seal
 
 HELD_UP = [0.0] * 100 + [1.0] * 100  # before
 UP = [1.0] * 200  # after: every task right
@@ -24,11 +24,13 @@ def test_headline_counts_held_failed_and_not_run(synthetic):
                    "basic_arithmetic": {"failed": "RuntimeError: boom"}}, not_run=["products"])
     r = report.load(s.out)
     text = report.headline(r)
-    assert text.startswith("**The rule held on 1 of 2 judged specs** (0.50, Wilson 95% CI 0.09–0.91). Precision on "
-                           "\"improves\": 1 of 2 really learned (0.50, Wilson 95% CI 0.09–0.91).")
+    # design v2: the failed judged spec stays in the count, as not held, against the rule on its side
+    assert text.startswith("**The rule held on 1 of 3 judged specs** (0.33, Wilson 95% CI 0.06–0.79). 1 judged spec "
+                           "failed to train: counted as not held, against the rule on its side (basic_arithmetic).")
+    assert "Precision on \"improves\": 1 of 3 really learned" in text
     assert ("Of the 1 significant gain GRPO made: 1 real learning (more correct answers than before and than any "
             "policy that does not solve the task), 0 partial credit only, 0 matched by a policy.") in text
-    assert report.confusion_text(r).endswith(" over 2 judged specs.")
+    assert report.confusion_text(r).endswith(" over 3 judged specs.")
     assert text.endswith(" (1 failed, 1 not run.)")
     same = text.split("It predicts as ")[1].split(" on every judged spec")[0]
     assert "'always improves'" in same and "'pass@1 > 0'" in same and "cannot come out either way" in text
@@ -218,6 +220,8 @@ def test_an_engine_that_stepped_aside_is_named_above_the_headline(synthetic):
                                  "generate()'s in 3 of 32 rows", "checks": [{"rows": 32, "identical_rows": 29,
                                                                            "tokens": 24, "seconds": 1.0}]}
     files.write_json(path, record)
+    body, sha = commit.committed(s.out, commit.READABLE)
+    seal.write(sha, s.out, "chain_sum")  # a hand edit sealed again: the engine record is what is read
     warnings = report.warnings(report.load(s.out))
     assert warnings == ["The fast decode engine disagreed with generate() in chain_sum (train) and stepped aside: "
                         "the fast engine's greedy tokens differed from generate()'s in 3 of 32 rows."]

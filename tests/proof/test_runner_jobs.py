@@ -276,8 +276,9 @@ def test_a_killed_notebook_leaves_its_kernels_connection_file_only_in_what_the_n
     import time
 
     from shortlist import leftovers
-    temp, ready = tmp_path / "temp", tmp_path / "ready"
-    temp.mkdir()
+    import tempfile
+    temp, ready = Path(tempfile.mkdtemp(prefix="k", dir="/tmp")), tmp_path / "ready"  # a kernel's ipc socket path
+    # must fit AF_UNIX's 108 bytes: pytest's tmp_path is too deep for it
     cells = [nbformat.v4.new_code_cell("out = ''", metadata={"tags": ["parameters"]}),
              nbformat.v4.new_code_cell(f"import time\nopen({str(ready)!r}, 'w').close()\ntime.sleep(300)")]
     nb = nbformat.v4.new_notebook(cells=cells)

@@ -295,8 +295,8 @@ def test_a_progress_line_names_the_family_and_times_the_steps_this_process_ran()
     logs = {"reward": 0.25, "reward_std": 0.1}
     line = progress_line("chain_sum", 6, 10, logs, seconds=8.0, done=4)  # resumed at step 2: 4 steps in 8 s
     assert line.startswith("chain_sum step 6/10: reward 0.250 ± 0.100, zero-std 0.00") and line.endswith(
-        "2.0 s/step, 0.1 min of training left")
+        "2.0 s/step, 0.1 min left")
     # the last step: the evaluation after training is still to come, so no "0.0 min left"
     assert progress_line("chain_sum", 10, 10, logs, seconds=8.0, done=8).endswith(
-        "1.0 s/step, training done, the evaluation after it next")
+        "1.0 s/step, evaluation next")
     assert progress_line("chain_sum", 4, 10, logs, seconds=1.0, done=0).endswith("time left unknown")

@@ -54,11 +54,8 @@ def test_a_trainees_own_setting_overrides_the_sources(final, scorer):
 
 def test_a_source_that_declares_nothing_is_asked_as_the_default_sources(final):
     from reasoning_gym.utils import SYSTEM_PROMPTS
-    source.register("toy", "toy_source")
-    try:
-        rg, toy = QWEN3.for_source("reasoning_gym"), QWEN3.for_source("toy")
-    finally:
-        source.reset()
+    source.register("toy", "toy_source")  # the fixture's reset() forgets it with "final"
+    rg, toy = QWEN3.for_source("reasoning_gym"), QWEN3.for_source("toy")
     assert (rg.system_prompt, rg.extraction) == (toy.system_prompt, toy.extraction) == (SYSTEM_PROMPTS["direct"],
                                                                                       "answer_tags")
     assert QWEN3.replace(extraction="last_number").for_source("final").extraction == "last_number"
