@@ -1,10 +1,10 @@
 """The longest question each Reasoning Gym family builds at each level of its own curriculum (seeds 0..N-1),
-in characters: what shortlist/sources/family.py's QUESTION_MAX is set from.
+in characters: what shortlist/sources/budget.py's QUESTION_MAX is set from.
 
     python bench/question_length.py --seeds 4 > bench/results/question_length.cpu.txt
 
 A build that takes more than --cpu-s seconds of CPU is stopped and named (the family's own budget is
-family.BUILD_CPU_S, for seed 0 of a config it does not define).
+budget.BUILD_CPU_S, for seed 0 of a config it does not define).
 """
 from __future__ import annotations
 

@@ -109,6 +109,22 @@ def run(cmd: list[str], log: Path) -> tuple[int, float, dict]:
     return rc, round(time.time() - started, 1), gpu.summary()
 
 
+def time_catalog(a, report: dict) -> None:
+    """The whole catalog screened at --catalog jobs per GPU, its wall time and counts into report."""
+    folder = a.catalog_out or a.out / f"catalog-{a.catalog}"
+    cmd = [sys.executable, "-m", "shortlist", "screen", "--all", f"--{a.catalog_walk}", "--model", a.model,
+           "--trainee", a.trainee, "--out", str(folder), "--per-gpu", str(a.catalog),
+           *(["--budget-min", str(a.catalog_budget)] if a.catalog_budget else [])]
+    rc, wall, gpu = run(cmd, a.out / "catalog.log")
+    found = output.read_json(folder / "shortlist.json") if (folder / "shortlist.json").exists() else {}
+    rows = found.get("rows", [])
+    report |= {"catalog_wall_s": found.get("wall_s"), "catalog": {
+        "rc": rc, "command_wall_s": wall, "walk": a.catalog_walk, "per_gpu": a.catalog, "budget_min": a.catalog_budget,
+        "rows": len(rows), "families_screened": len({r["family"] for r in rows}),
+        "failures": len(found.get("failures", [])), "unreached": len(found.get("unreached", [])), **gpu}}
+    output.write_json(a.json, report)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", required=True)
@@ -153,18 +169,7 @@ def main() -> int:
         output.write_json(a.json, report)
         print(mode, json.dumps(report["modes"][mode]), flush=True)
     if a.catalog:
-        folder = a.catalog_out or a.out / f"catalog-{a.catalog}"
-        cmd = [sys.executable, "-m", "shortlist", "screen", "--all", f"--{a.catalog_walk}", "--model", a.model,
-               "--trainee", a.trainee, "--out", str(folder), "--per-gpu", str(a.catalog),
-               *(["--budget-min", str(a.catalog_budget)] if a.catalog_budget else [])]
-        rc, wall, gpu = run(cmd, a.out / "catalog.log")
-        found = output.read_json(folder / "shortlist.json") if (folder / "shortlist.json").exists() else {}
-        rows = found.get("rows", [])
-        report |= {"catalog_wall_s": found.get("wall_s"), "catalog": {
-            "rc": rc, "command_wall_s": wall, "walk": a.catalog_walk, "per_gpu": a.catalog, "budget_min": a.catalog_budget,
-            "rows": len(rows), "families_screened": len({r["family"] for r in rows}),
-            "failures": len(found.get("failures", [])), "unreached": len(found.get("unreached", [])), **gpu}}
-        output.write_json(a.json, report)
+        time_catalog(a, report)
     report["families_per_hour"] = {m: r.get("families_per_hour") for m, r in report["modes"].items()}
     report["results_equal"] = {m: r.get("results_equal", (r.get("families", 0) > 0) if m == (modes[0] if modes else None) else None)
                                for m, r in report["modes"].items()}

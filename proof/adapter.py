@@ -41,7 +41,7 @@ def merged(model, folder: Path):
     """A copy of the base model with the adapter in folder merged into its weights, ready to sample."""
     from peft import PeftModel
 
-    from proof.train import renamed_alias
+    from proof.trl_internals import renamed_alias
     from shortlist.models import hf_internals
     with renamed_alias():
         trained = PeftModel.from_pretrained(hf_internals.plain_copy(model), str(folder)).merge_and_unload()

@@ -80,6 +80,18 @@ def ahead(rows: list[dict], trainee: dict, jobs: int) -> dict:
         return dict(zip((r["spec"] for r in rows), found))
 
 
+def default_judge(trainee: Trainee, rows: list[dict], jobs: int):
+    """judged_by_the_proof under the default Settings for trainee; with jobs > 1 every candidate row is drawn
+    ahead in that many processes (the same answers as one at a time, sooner: the list does not change)."""
+    if jobs > 1:
+        drawn = ahead([r for r in rows if r["verdict"] in ("improves", "too hard", "no signal", "already solved")],
+                      trainee.as_dict(), jobs)
+        return lambda spec, row: drawn[spec]
+    from proof.settings import Settings
+    settings = Settings(trainee=trainee.as_dict())
+    return lambda spec, row: judged_by_the_proof(spec, row, settings)
+
+
 def select(catalog: dict, exclude: frozenset = frozenset(), side_min: int = SIDE_MIN, judged_min: int = JUDGED_MIN,
            zero: int = ZERO, controls: int = CONTROLS, judge=None, refused: dict | None = None,
            jobs: int = 1) -> list[dict]:
@@ -91,14 +103,7 @@ def select(catalog: dict, exclude: frozenset = frozenset(), side_min: int = SIDE
     excluded = {sources.parse(e).key for e in exclude}
     out = (lambda spec: sources.parse(spec).key in excluded) if excluded else (lambda spec: False)  # noqa: E731
     rows = sorted({r["spec"]: r for r in catalog["rows"] if not out(r["spec"])}.values(), key=lambda r: r["spec"])
-    if judge is None and jobs > 1:  # the same answers as one at a time, sooner: the list does not change
-        drawn = ahead([r for r in rows if r["verdict"] in ("improves", "too hard", "no signal", "already solved")],
-                      trainee.as_dict(), jobs)
-        judge = lambda spec, row: drawn[spec]  # noqa: E731
-    elif judge is None:
-        from proof.settings import Settings
-        settings = Settings(trainee=trainee.as_dict())
-        judge = lambda spec, row: judged_by_the_proof(spec, row, settings)  # noqa: E731
+    judge = judge or default_judge(trainee, rows, jobs)
     improves = sorted((r for r in rows if r["verdict"] == "improves"), key=lambda r: (-r["learnability"], r["spec"]))
     near = sorted((r for r in rows if r["verdict"] == "too hard" and 0 < r["pass1"] < trainee.pass_min),
                   key=lambda r: (-r["pass1"], r["spec"]))

@@ -18,7 +18,6 @@ import random
 import shutil
 import time
 import warnings
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,21 +36,11 @@ CURVE_KEYS = {"reward": "reward", "reward_std": "reward_std", "frac_reward_zero_
               "entropy": "entropy", "loss": "loss", "step_time": "step_time"}
 
 
-@contextmanager
-def renamed_alias():
-    """TRL still reads and sets gradient_checkpointing, an alias transformers 5 renamed (and PEFT reads
-    is_gradient_checkpointing as it loads an adapter): the value (False) is what matters, so its FutureWarning
-    is silenced where TRL and PEFT touch it, and only there."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r".*gradient_checkpointing.*deprecated", category=FutureWarning)
-        yield
-
-
 def grpo_config(settings: Settings, output_dir: str):
     import torch
     from trl import GRPOConfig
     trainee = settings.profile
-    with renamed_alias():
+    with trl_internals.renamed_alias():
         config = GRPOConfig(
             output_dir=output_dir, max_steps=settings.steps, learning_rate=settings.lr, seed=settings.seed,
             per_device_train_batch_size=settings.batch_per_device, gradient_accumulation_steps=settings.grad_accum,
@@ -185,7 +174,7 @@ def train(loaded: sampling.Loaded, settings: Settings, family: Family, rows: lis
                                task_type="CAUSAL_LM"))
     books.trainer = "fast" if settings.fast and not trl_internals.gate() else \
         f"trl ({trl_internals.gate() or 'fast off'})"
-    with renamed_alias():
+    with trl_internals.renamed_alias():
         if books.trainer == "fast":  # the copy is taken before PEFT injects its layers into the model
             trainer = trl_internals.fast_trainer(fast_grpo.InferenceCopy(loaded.model), fast_grpo.generate,
                                                  **arguments)

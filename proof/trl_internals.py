@@ -19,6 +19,8 @@ from __future__ import annotations
 import copy
 import importlib.metadata
 import inspect
+import warnings
+from contextlib import contextmanager
 
 VERIFIED = ("1.16.0",)  # TRL versions on which the fast trainer's samples equalled TRL's own (tests)
 GENERATE_PARAMETERS = ("prompt_ids", "images", "multimodal_fields", "num_generations", "has_tool_images")
@@ -93,3 +95,13 @@ def fast_trainer(engine_copy, generate, **kwargs):
             return ids, None
 
     return FastGRPOTrainer(**kwargs)
+
+
+@contextmanager
+def renamed_alias():
+    """TRL still reads and sets gradient_checkpointing, an alias transformers 5 renamed (and PEFT reads
+    is_gradient_checkpointing as it loads an adapter): the value (False) is what matters, so its FutureWarning
+    is silenced where TRL and PEFT touch it, and only there."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*gradient_checkpointing.*deprecated", category=FutureWarning)
+        yield

@@ -24,7 +24,6 @@ def test_headline_counts_held_failed_and_not_run(synthetic):
                    "basic_arithmetic": {"failed": "RuntimeError: boom"}}, not_run=["products"])
     r = report.load(s.out)
     text = report.headline(r)
-    # design v2: the failed judged spec stays in the count, as not held, against the rule on its side
     assert text.startswith("**The rule held on 1 of 3 judged specs** (0.33, Wilson 95% CI 0.06–0.79). 1 judged spec "
                            "failed to train: counted as not held, against the rule on its side (basic_arithmetic).")
     assert "Precision on \"improves\": 1 of 3 really learned" in text
@@ -220,8 +219,7 @@ def test_an_engine_that_stepped_aside_is_named_above_the_headline(synthetic):
                                  "generate()'s in 3 of 32 rows", "checks": [{"rows": 32, "identical_rows": 29,
                                                                            "tokens": 24, "seconds": 1.0}]}
     files.write_json(path, record)
-    body, sha = commit.committed(s.out, commit.READABLE)
-    seal.write(sha, s.out, "chain_sum")  # a hand edit sealed again: the engine record is what is read
+    seal.write(commit.committed(s.out, commit.READABLE)[1], s.out, "chain_sum")  # sealed again: what is read
     warnings = report.warnings(report.load(s.out))
     assert warnings == ["The fast decode engine disagreed with generate() in chain_sum (train) and stepped aside: "
                         "the fast engine's greedy tokens differed from generate()'s in 3 of 32 rows."]

@@ -120,9 +120,9 @@ def test_impossible_values_are_one_line_naming_the_setting(text, fragment):
 
 
 def test_configs_the_source_defines_are_not_built_but_others_are(monkeypatch):
-    from shortlist.sources import family
+    from shortlist.sources import budget
     built = []
-    monkeypatch.setattr(family, "_build_within_budget", lambda source, name, config: built.append(config) or 10)
+    monkeypatch.setattr(budget, "build", lambda source, name, config: built.append(config) or 10)
     Family("chain_sum")  # its defaults
     Family("chain_sum", {"max_digits": 1, "max_terms": 2})  # its curriculum's level 0
     assert built == []
@@ -157,8 +157,8 @@ def budget_source(tmp_path, monkeypatch):
 
 
 def test_a_task_that_cannot_be_built_within_the_budget_is_refused_naming_the_setting(budget_source, monkeypatch):
-    from shortlist.sources import family
-    monkeypatch.setattr(family, "BUILD_CPU_S", 1)
+    from shortlist.sources import budget
+    monkeypatch.setattr(budget, "BUILD_CPU_S", 1)
     with pytest.raises(FamilyError) as e:
         Family("spin", {"n": 1}, budget_source)
     assert "one task takes more than 1 s of CPU to build; lower n" in str(e.value)
