@@ -200,7 +200,6 @@ def _short(value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-@functools.lru_cache(maxsize=256)
 def parse(text: str | Family, source: str = source_.DEFAULT) -> Family:
     """A family from its spec; a name without a source's prefix is one of `source`'s (--source)."""
     if isinstance(text, Family):

@@ -50,7 +50,8 @@ def test_oversized_and_slow_answers_score_0_and_are_counted(served, monkeypatch)
     assert (counts.refused, counts.timeouts, counts.answers) == (1, 1, 4)
 
 
-def test_a_server_that_changes_its_question_for_a_seed_is_refused_saying_why_and_what_to_do():
+def test_a_server_that_changes_its_question_for_a_seed_is_refused_saying_why_and_what_to_do(served):
+    sources.parse(f"openenv.{SPEC}")  # read first from a seeded server: a family is read again from the next one
     server = OpenEnvServer("--unseeded")
     try:
         chosen(server.url)
