@@ -11,6 +11,7 @@
 #                                         own 5.17 can be tried), the HF folder, the engine under
 #                                         5.17 and 5.24
 #   realsize   .whl (if the machine is fresh)  bench/realsize.py at the Qwen3-0.6B shape, alone
+#   memory     .whl                       the allocator's A/B at that shape under 15 GiB (issue 44; MEMORY_S=240)
 #   start      (none)                     in the background: the proof on SmolLM2 (3 easy families),
 #                                         the catalog screen, and the prompt candidates
 #   wait S     (none)                     waits up to S seconds for them, then copies what they wrote
@@ -102,6 +103,24 @@ case "${1:?step}" in
     install
     versions $PINNED
     env $PINNED SHORTLIST_COMMIT="${SHORTLIST_COMMIT:-unknown}" python3 bench/realsize.py --out "$OUT" --memory-gb 15 ;;
+  memory)
+    # issue 44's allocator, A/B in one command: two families of ours at once on one GPU (each capped at a T4's
+    # 15 GiB), PyTorch's default allocator against shortlist.models.memory.allocator()'s expandable segments;
+    # their peak memory per phase lands in $OUT/realsize.{default,expandable}.json (timings are shared-GPU ones)
+    install
+    versions $PINNED
+    mkdir -p "$OUT" /tmp/rs
+    common="--work /tmp/rs --model /tmp/rs/shape --model-path /tmp/rs/shape --memory-gb 15 --steps 3"
+    env $PINNED python3 bench/realsize.py --role build --json "$OUT/realsize.build.json" $common || exit 1
+    end=$(( $(date +%s) + ${MEMORY_S:-240} ))
+    for side in default expandable; do
+      conf=$([ $side = default ] && echo "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False" || echo "X=")
+      env $PINNED $conf timeout $(( end - $(date +%s) + 10 )) python3 bench/realsize.py --role ours \
+        --json "$OUT/realsize.$side.json" --cache /tmp/rs/compile-$side --deadline $end $common \
+        > "$OUT/realsize.$side.log" 2>&1 &
+    done
+    wait
+    python3 bench/realsize_table.py --phases "$OUT"/realsize.default.json "$OUT"/realsize.expandable.json ;;
   start)
     mkdir -p /root/logs /root/repo  # a copy of the tree of its own: a later command's copy cannot change under it
     tar --exclude=./.whl --exclude=./.device-model --exclude=./.device -cf - . | tar -xf - -C /root/repo

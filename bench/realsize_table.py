@@ -199,3 +199,26 @@ def notes(report: dict) -> list[str]:
             lines.append(f"# {k}: GRPO stopped at step {sides[k]['phases']['grpo']['stopped_early_at']} to meet "
                          f"the time budget")
     return lines
+
+
+def phases(paths: list[str]) -> str:
+    """Peak memory and seconds per phase of each process's JSON side by side (bench/device.sh memory)."""
+    import json
+    from pathlib import Path
+    sides = {Path(p).stem.split(".", 1)[-1]: json.loads(Path(p).read_text()) for p in paths if Path(p).exists()}
+    names = [n for side in sides.values() for n in side.get("phases", {})]
+    lines = [f"{'phase':14}" + "".join(f"{s + ' alloc':>18}{s + ' reserved':>20}{'s':>8}" for s in sides)]
+    for name in dict.fromkeys(names):
+        cells = ""
+        for side in sides.values():
+            ph = side.get("phases", {}).get(name, {})
+            cells += "".join(f"{ph[k]:{w}.2f}" if isinstance(ph.get(k), (int, float)) else f"{'-':>{w}}"
+                             for k, w in (("peak_allocated_gib", 18), ("peak_reserved_gib", 20), ("seconds", 8)))
+        lines.append(f"{name:14}{cells}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    import sys
+    if sys.argv[1:2] == ["--phases"]:
+        print(phases(sys.argv[2:]))

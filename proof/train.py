@@ -28,6 +28,7 @@ from proof.settings import Settings
 from shortlist import audit, executors, output, provenance, scoring, sources
 from shortlist.generation import compile_cache, engine, sampling
 from shortlist.models import config as models
+from shortlist.models import memory
 from shortlist.sources import Family
 from shortlist.trainee import Trainee
 
@@ -141,6 +142,12 @@ def run_trainer(trainer, resume: Path | None, folder: Path) -> None:
     try:
         trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     except Exception as e:
+        if memory.out_of_memory(e):  # beyond the estimate of check() (a family's long prompts): one line
+            s = trainer.args
+            raise models.ModelError(f"out of GPU memory in a GRPO step at {s.per_device_train_batch_size} completions "
+                                    f"a forward/backward and {s.max_completion_length} new tokens: set a smaller "
+                                    f"batch_per_device (gradient accumulation covers the rest) or max_new_tokens; "
+                                    f"a rerun resumes from the last checkpoint") from None
         if not output.disk_full(e):
             raise
         shutil.rmtree(folder / checkpoint.STAGING, ignore_errors=True)
@@ -256,8 +263,14 @@ def check(settings: Settings, family, log=print) -> Run:
         return run
     run.tasks = commit.family_tasks(settings, family, commit.held_out(body, family.key))
     commit.tasks_verified(body, family, run.tasks)
-    models.check_fits(models.model_config(settings.profile.model), settings.profile)
+    config = models.model_config(settings.profile.model)
+    models.check_fits(config, settings.profile)
     models.check_device(settings.profile.model, settings.cpu)
+    gpu = None if settings.cpu else memory.usable_bytes()
+    why = gpu and memory.check(config, settings.batch_per_device, settings.profile.max_new_tokens, settings.fast,
+                               gpu, settings.prompts_per_step * settings.group)
+    if why:  # a step this GPU cannot hold, refused before the evaluation spends its minutes
+        raise models.ModelError(f"{family.key}: {why}")
     return run
 
 

@@ -28,7 +28,7 @@ from shortlist import defaults
 from shortlist.generation import engine
 from shortlist.models import hf_internals
 from shortlist.generation.engine import completion_ids, quiet
-from shortlist.models import tiny
+from shortlist.models import memory, tiny
 from shortlist.models.config import ModelError, model_config, positions
 from shortlist.trainee import Trainee
 
@@ -56,6 +56,7 @@ def load(name: str, on: str | None = None) -> Loaded:
     """The trainee's model in fp32 (a T4 has no bf16; fp16 gives NaN losses with Qwen3), ready to sample."""
     transformers.utils.logging.disable_progress_bar()  # a bar per load would flood notebooks and logs
     model_config(name)
+    memory.allocator()
     path = str(tiny.ensure()) if name == tiny.NAME else name
     tokenizer = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(on or device())

@@ -300,3 +300,22 @@ def test_a_progress_line_names_the_family_and_times_the_steps_this_process_ran()
     assert progress_line("chain_sum", 10, 10, logs, seconds=8.0, done=8).endswith(
         "1.0 s/step, evaluation next")
     assert progress_line("chain_sum", 4, 10, logs, seconds=1.0, done=0).endswith("time left unknown")
+
+
+def test_a_gpu_too_small_for_a_step_is_refused_in_one_line_before_any_model_loads(synthetic, monkeypatch,
+                                                                                   no_model_loads):
+    from shortlist.models import config as models, memory
+    key = "chain_sum(max_terms=2, max_digits=1)"
+    s = synthetic({key: {"before": [0.0] * 4, "after": [1.0] * 4}})
+    files.result(s.out, sources.parse(key).slug).unlink()  # not trained yet
+    monkeypatch.setattr(train.commit, "tasks_verified", lambda *_: None)  # synthetic fingerprints are zeros
+    monkeypatch.setattr(models, "check_device", lambda *_: None)  # as if on a GPU ...
+    monkeypatch.setattr(memory, "usable_bytes", lambda: memory.GIB // 4)  # ... of a quarter of a GiB
+    s = settings_.Settings(**{**s.__dict__, "cpu": False}) if s.cpu else s
+    with pytest.raises(models.ModelError) as e:
+        train.check(s, key, log=lambda *_: None)
+    family = sources.parse(key).key
+    assert str(e.value).startswith(f"{family}: a GRPO step at batch_per_device={s.batch_per_device} and max_new_tokens=")
+    assert "\n" not in str(e.value) and "0.0 GiB" not in str(e.value)  # the tiny's need in MiB, not a rounded 0
+    monkeypatch.setattr(memory, "usable_bytes", lambda: 64 * memory.GIB)  # a GPU that holds it: no refusal
+    assert train.check(s, key, log=lambda *_: None).family.key == family
