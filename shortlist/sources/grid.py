@@ -115,8 +115,11 @@ def _chain(attrs: list, start: list, end: list, base: list, merged) -> list[dict
 
 def points(attrs: list, levels: int, accepts) -> list[tuple[float, dict]]:
     """(position, the attributes' fields) for every grid point, easiest first, consecutive ones different.
-    `accepts(fields)` says whether the family's config takes these fields (below level 0 only: between
-    levels every value lies between two the curriculum uses)."""
+    `accepts(fields)` says whether the family's config takes these fields: below level 0 it picks how low each
+    attribute goes; between two levels a point the config refuses is left out (moving one attribute at a time
+    makes pairs the curriculum never gives: caesar_cipher's max_rotation past 25 before its level 2, which its
+    own config refuses too). The curriculum's own levels are kept whatever their config says: a level that
+    does not build is the family's fact, and the catalog lists it as failed."""
     def merged(states) -> dict:
         out = {}
         for a, s in zip(attrs, states):
@@ -134,6 +137,7 @@ def points(attrs: list, levels: int, accepts) -> list[tuple[float, dict]]:
     for level in range(levels - 1):
         steps = _chain(attrs, at[level], at[level + 1], [s[0] for s in at[level]], merged)
         found += [(level + (j + 1) / len(steps), p) for j, p in enumerate(steps)]
+    found = [(position, p) for position, p in found if position == int(position) and position >= 0 or accepts(p)]
     out = []
     for position, p in found:  # a level that repeats the one before (an attribute topped out) is no new point
         if not out or out[-1][1] != p:
