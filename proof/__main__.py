@@ -158,6 +158,7 @@ def _verify(args) -> int:
                       f"{args.reproduce}: reproduced, every recorded number the same")
                 return 1 if found else 0
             checked = verify.folder(args.out, args.sample)
+            edits = verify.record(args.out)
     except executors.Stopped as e:
         return e.code
     except (OneLine, RuntimeError) as e:
@@ -169,17 +170,20 @@ def _verify(args) -> int:
         else:
             print(f"{key}: " + ("verified" if verdict.ok else f"FAILED {verdict.line(args.out)}")
                   + "".join(f"; could not run: {c}" for c in verdict.unchecked))
-    return 1 if any(isinstance(v, str) and v.startswith("corrupt") or not isinstance(v, str) and not v.ok
-                    for v in checked.values()) else 0
+    for line in edits:
+        print(f"record: FAILED {line}")
+    return 1 if edits or any(isinstance(v, str) and v.startswith("corrupt") or not isinstance(v, str) and not v.ok
+                             for v in checked.values()) else 0
 
 
 def _report(out: str) -> int:
-    """Exit status 1 where a family is corrupt: the report is written and says why, and so does this."""
+    """Exit status 1 where a family is corrupt or the run's record was edited: the report is written and says
+    why, and so does this."""
     from proof import runner
     try:
         with executors.stop_on_signals():
             print(f"report: {runner.report_again(out)}")
-            bad = runner.corrupt(out)
+            bad, edits = runner.corrupt(out), runner.edited(out)
     except executors.Stopped as e:
         print(f"stopped by {e}: the report was not written; the same command builds it", file=sys.stderr)
         return e.code
@@ -189,8 +193,9 @@ def _report(out: str) -> int:
     if bad:
         print(f"error: {len(bad)} {'family is' if len(bad) == 1 else 'families are'} corrupt (the report says so): "
               + "; ".join(f"{k} ({why})" for k, why in bad.items()), file=sys.stderr)
-        return 1
-    return 0
+    for line in edits:
+        print(f"error: the run's record was edited (the report says so): {line}", file=sys.stderr)
+    return 1 if bad or edits else 0
 
 
 if __name__ == "__main__":

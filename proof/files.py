@@ -52,8 +52,16 @@ def compile_cache(out) -> Path:
     return Path(out) / "work" / "compile"
 
 
+PREDICT, TRAIN, REPORT = "01_predict.ipynb", "02_train_family.ipynb", "03_report.ipynb"
+
+
 def notebooks(out) -> Path:
     return Path(out) / "notebooks"
+
+
+def train_notebook(out, slug: str) -> Path:
+    """02 as executed for one family."""
+    return notebooks(out) / f"{Path(TRAIN).stem}.{slug}.ipynb"
 
 
 def report(out) -> Path:

@@ -34,12 +34,13 @@ def start(namespace: dict) -> settings_.Settings:
     return settings_.from_namespace(namespace)
 
 
-def keep(settings: settings_.Settings, name: str, family: str | None = None) -> Path | None:
+def keep(settings: settings_.Settings, name: str, family: str | None = None) -> None:
     """The last cell of 01 and 02: the notebook, as this kernel ran it, saved under the run's folder, so
     that Run All by hand leaves what the batch leaves and the report's links resolve. A kernel does not
     see its own notebook file, so this is what it knows: every cell it ran, in order, with each cell's
-    result (tables and figures); printed lines are not kept. The batch's executed notebook, written
-    after the kernel ends, replaces it."""
+    result (tables and figures); printed lines are not kept. It is sealed against the committed predictions
+    (proof/seal.py), as the batch seals what it executes, whose notebook, written after the kernel ends,
+    replaces it. Returns nothing: the last cell of a notebook shows no stray value."""
     from IPython import get_ipython
     import nbformat
 
@@ -47,7 +48,7 @@ def keep(settings: settings_.Settings, name: str, family: str | None = None) -> 
     from shortlist import sources
     shell = get_ipython()
     if shell is None:  # not in a kernel
-        return None
+        return
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
     nb.metadata["shortlist"] = {"saved_by": "the kernel (Run All by hand): cells and their results, not printed lines"}
@@ -62,7 +63,12 @@ def keep(settings: settings_.Settings, name: str, family: str | None = None) -> 
     stem = name if family is None else f"{name}.{sources.parse(family).slug}"
     dest = files.notebooks(settings.out) / f"{stem}.ipynb"
     files.write_text(dest, nbformat.writes(nb))
-    return dest
+    from proof import commit, seal
+    try:
+        _, sha = commit.committed(settings.out)
+    except commit.NotCommitted:  # 01 stopped before it committed: nothing to seal against
+        return
+    seal.notebook(settings.out, sha, dest)
 
 
 def parameters() -> str:
@@ -96,6 +102,20 @@ def write_parameters(path: Path) -> bool:
     return True
 
 
+def preset_parameters(name: str) -> str:
+    """A preset (proof/settings.py: PRESETS) as papermill's parameters file (`papermill -f notebooks/<name>.yaml`,
+    JSON being YAML): one notebook at a time under the preset's settings, as `proof run --preset` runs them."""
+    values = settings_.make(name).as_dict()
+    preset = {k: values[k] for k in settings_.PRESETS[name]}
+    return json.dumps(preset, indent=1) + "\n"
+
+
+PRESET_FILES = ("smoke",)  # notebooks/<name>.yaml, written by `python -m proof.notebook`
+
+
 if __name__ == "__main__":  # python -m proof.notebook: every notebook's parameters cell, from Settings
     for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
         print(f"{notebook.name}: {'rewritten' if write_parameters(notebook) else 'as Settings writes it'}")
+    for name in PRESET_FILES:
+        (ROOT / "notebooks" / f"{name}.yaml").write_text(preset_parameters(name))
+        print(f"{name}.yaml: written from the preset")

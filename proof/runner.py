@@ -22,7 +22,7 @@ from pathlib import Path
 
 import nbformat
 
-from proof import checkpoint, commit, files, records, verify
+from proof import checkpoint, commit, files, records, seal, verify
 from proof.settings import Settings
 from shortlist import executors, leftovers, output, provenance, sources
 from shortlist.executors import sizing
@@ -30,7 +30,7 @@ from shortlist.executors import sizing
 # the repository's notebooks/, through proof/notebooks (a link to it), so that an install, which carries them
 # as the package's data, runs the same three
 NOTEBOOKS = Path(__file__).resolve().parent / "notebooks"
-PREDICT, TRAIN, REPORT = "01_predict.ipynb", "02_train_family.ipynb", "03_report.ipynb"
+PREDICT, TRAIN, REPORT = files.PREDICT, files.TRAIN, files.REPORT
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,9 @@ def build_report(settings: Settings, sha: str, notebook: Path = Notebooks.report
     stamp(dest, sha, settings)
     if reason:
         raise RuntimeError(f"03_report failed: {reason} (see {dest})")
-    return report.render(dest, files.report(settings.out))
+    html = report.render(dest, files.report(settings.out))
+    seal.notebook(settings.out, sha, dest, html)  # again, with the page rendered from it
+    return html
 
 
 def report_again(out) -> Path:
@@ -72,6 +74,15 @@ def report_again(out) -> Path:
 def corrupt(out) -> dict:
     """The families the last report found corrupt (family key -> why), as its executed 03 recorded them
     (report.marks, in the metadata of what it shows first); {} where it holds no such record."""
+    return dict(_marks(out).get("corrupt", {}))
+
+
+def edited(out) -> list[str]:
+    """What the last report found edited in the run's record (proof/seal.py: notebooks), one line each."""
+    return list(_marks(out).get("edited", []))
+
+
+def _marks(out) -> dict:
     from proof.report.load import MARK
     try:
         nb = nbformat.read(files.notebooks(out) / REPORT, as_version=4)
@@ -81,7 +92,7 @@ def corrupt(out) -> dict:
         for shown in cell.get("outputs", []):
             for meta in shown.get("metadata", {}).values():  # IPython keys a display's metadata by its type
                 if isinstance(meta, dict) and isinstance(meta.get(MARK), dict):
-                    return dict(meta[MARK].get("corrupt", {}))
+                    return meta[MARK]
     return {}
 
 
@@ -99,14 +110,13 @@ def committed_settings(out, readable: tuple = (commit.SCHEMA,)) -> tuple[Setting
                           source=body.get("source")), sha  # the run's sources as recorded (None: this process's)
 
 
-def publish(settings: Settings, enabled: bool = True) -> Path | None:
-    """03's last cell: Run All by hand ends in the report.html the batch would have written."""
+def publish(settings: Settings, enabled: bool = True) -> None:
+    """03's last cell: Run All by hand ends in the report.html the batch would have written (its path printed;
+    nothing returned, so the cell shows no stray value)."""
     if not enabled:  # the batch's own headless run of 03: build_report renders it afterwards
-        return None
+        return
     _, sha = commit.committed(settings.out)
-    html = build_report(settings, sha)
-    print(f"report: {html}")
-    return html
+    print(f"report: {build_report(settings, sha)}")
 
 
 def kernel_parameters(settings: Settings) -> dict:
@@ -243,6 +253,8 @@ def stamp(dest: Path, sha: str | None, settings: Settings) -> None:
                                 "trainee": settings.profile.as_dict(), "settings": settings.as_dict(),
                                 **provenance.stamp(executors.with_peak(executors.placement_of_this_job()))}
     files.write_text(dest, nbformat.writes(nb))
+    if sha is not None:
+        seal.notebook(settings.out, sha, dest)
 
 
 def pending(settings: Settings, sha: str, log=print) -> list[str]:
@@ -356,7 +368,7 @@ def family_job(settings: Settings, key: str, notebook: Path, parameters: dict, e
 
 
 def _train_notebook(settings: Settings, key: str) -> Path:
-    return files.notebooks(settings.out) / f"02_train_family.{sources.parse(key).slug}.ipynb"
+    return files.train_notebook(settings.out, sources.parse(key).slug)
 
 
 def trained(settings: Settings, key: str, sha: str, ran: executors.Ran, log) -> None:

@@ -1,5 +1,5 @@
-"""A family's record sealed: every file its notebook (02) leaves, hashed into a chain that starts at the
-commitment's SHA-256.
+"""A run's record sealed: every file a family's notebook (02) leaves, and every executed notebook and the
+report, hashed into chains that start at the commitment's SHA-256.
 
     work/<slug>/before.json          the evaluation before training
     work/<slug>/adapter/*            the final LoRA adapter (proof/adapter.py)
@@ -12,10 +12,21 @@ of any sealed file made without running the family again is found even where eve
 reward curve, a timing, a version, a completion's text outside its answer). What the seal cannot see is an edit
 sealed again with this module: the answers regenerated from the adapter (proof/regenerate.py) and a family
 retrained from the commitment (`python -m proof verify --reproduce`) are the checks for that.
+
+The executed notebooks the batch keeps in notebooks/ carry their own seal in their metadata
+(`metadata.shortlist.seal`, written by notebook() when the runner stamps them): the SHA-256 of the whole
+notebook but that seal (every cell's source and output, and the provenance stamped in it), chained from
+    01_predict                 the commitment's SHA-256
+    02_train_family.<slug>     its family's seal head (above), or the commitment's where it has none (failed)
+    03_report                  the 02 notebooks' seal heads, in name order
+and 03's also from report.html, rendered from it. So a figure edited in an executed notebook, or in the report,
+is found (notebooks()) even where every result file still agrees with it.
 """
 from __future__ import annotations
 
+import copy
 import hashlib
+import json
 from pathlib import Path
 
 from proof import files
@@ -79,3 +90,97 @@ def check(sha: str, out, slug: str) -> list[str]:
     if changed or stored.get("head") != now["head"]:
         return [f"{', '.join(changed) or 'its seal'} changed after the family's run sealed it"]
     return []
+
+
+# --- the executed notebooks and the report -----------------------------------------------------------------------
+def _family_head(out, sha: str, slug: str) -> str:
+    try:
+        stored = files.made_against(path(out, slug), sha)
+    except (OSError, ValueError, AttributeError):
+        stored = None
+    return stored.get("head", sha) if isinstance(stored, dict) else sha
+
+
+def _trained(out) -> list[Path]:
+    stem = Path(files.TRAIN).stem + "."
+    return sorted(p for p in files.notebooks(out).glob(stem + "*.ipynb") if not p.name.endswith(".partial.ipynb"))
+
+
+def _previous(out, sha: str, dest: Path) -> str:
+    """Where the notebook's chain starts (module docstring)."""
+    stem = Path(files.TRAIN).stem + "."
+    if dest.name.startswith(stem):
+        return _family_head(out, sha, dest.name[len(stem):-len(".ipynb")])
+    if dest.name == files.REPORT:
+        heads = [f"{p.name} {_stored(p).get('head')}" for p in _trained(out)]
+        return _digest(" ".join([sha, *heads]).encode())
+    return sha
+
+
+def _stored(dest: Path) -> dict:
+    import nbformat
+    try:
+        found = nbformat.read(dest, as_version=4).metadata.get("shortlist", {}).get("seal")
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _body(nb) -> str:
+    data = copy.deepcopy(dict(nb))
+    data.get("metadata", {}).get("shortlist", {}).pop("seal", None)
+    return _digest(json.dumps(data, sort_keys=True, ensure_ascii=False, default=str).encode())
+
+
+def _link(out, sha: str, dest: Path, nb, report: Path | None) -> dict:
+    previous, body = _previous(out, sha, dest), _body(nb)
+    head = _digest(f"{previous} {dest.name} {body}".encode())
+    found = {"predictions_sha256": sha, "previous": previous, "sha256": body, "head": head}
+    if report is not None and report.is_file():
+        found["report_sha256"] = _digest(report.read_bytes())
+        found["head"] = _digest(f"{head} {report.name} {found['report_sha256']}".encode())
+    return found
+
+
+def notebook(out, sha: str, dest: Path, report: Path | None = None) -> dict:
+    """Seal an executed notebook in its own metadata (03's with the report rendered from it)."""
+    import nbformat
+    nb = nbformat.read(dest, as_version=4)
+    found = _link(out, sha, Path(dest), nb, report)
+    nb.metadata.setdefault("shortlist", {})["seal"] = found
+    files.write_text(dest, nbformat.writes(nb))
+    return found
+
+
+def notebooks(out, sha: str, report: bool = True) -> list[str]:
+    """Why the executed notebooks in notebooks/ and (report) 03 and report.html are not what their seals say
+    (one line each). The report reads it without 03: it is 03, being built again."""
+    import nbformat
+    out, why = Path(out), []
+    here = files.notebooks(out)
+    kept = [here / files.PREDICT, *_trained(out), *([here / files.REPORT] if report else [])]
+    for dest in (p for p in kept if p.is_file()):
+        name = dest.relative_to(out)
+        try:
+            nb = nbformat.read(dest, as_version=4)
+        except (OSError, ValueError) as e:
+            why.append(f"{name} is unreadable ({type(e).__name__})")
+            continue
+        stored = nb.metadata.get("shortlist", {}).get("seal")
+        if not isinstance(stored, dict) or stored.get("predictions_sha256") != sha:
+            why.append(f"{name} is not sealed against these predictions")
+            continue
+        report = files.report(out) if dest.name == files.REPORT else None
+        now = _link(out, sha, dest, nb, report)
+        if stored.get("sha256") != now["sha256"]:
+            why.append(f"{name} changed after its run sealed it")
+        elif stored.get("previous") != now["previous"]:
+            why.append(f"{name} does not follow what is there now ("
+                       + ("its family's files were sealed by another run" if report is None else
+                          "the family notebooks changed after it was built: build the report again, python -m proof "
+                          "report") + ")")
+        elif report is not None and stored.get("report_sha256") != now.get("report_sha256"):
+            why.append(f"{report.relative_to(out)} is not the page {files.REPORT} rendered")
+        elif stored.get("head") != now["head"]:
+            why.append(f"{name}'s seal does not add up")
+    return why

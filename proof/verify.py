@@ -365,3 +365,10 @@ def folder(out, sample: int | None = None) -> dict:
             found[key] = family(out, body, sha, result, scorer, model) if isinstance(result, FamilyResult) else \
                 "not run" if result is None else f"{result.status}: {result.reason}"
     return found
+
+
+def record(out, report: bool = True) -> list[str]:
+    """The run's executed notebooks (and, with report, 03 and report.html) against their seals (proof/seal.py:
+    notebooks), for a run committed under a schema that seals them; one line each."""
+    body, sha = commit.committed(out, commit.READABLE)
+    return seal.notebooks(out, sha, report) if body.get("schema", 0) >= SINCE["seal"] else []

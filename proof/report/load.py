@@ -28,6 +28,7 @@ class Report:
     trainee: Trainee  # the committed trainee, read once
     evidence: dict = field(default_factory=dict)  # family key -> evidence.Evidence
     unchecked: dict = field(default_factory=dict)  # family key -> the checks of proof/verify.py that could not run
+    edited: list = field(default_factory=list)  # what proof/seal.py finds edited in 01's and the 02s' executed notebooks
 
     @property
     def settings(self) -> dict:
@@ -63,7 +64,7 @@ def load(out, scorer=None) -> Report:
     across = analysis.across(body["predictions"], done, [analyses[r.family] for r in done], body["trainee"],
                              {"power": power(body, found)}, failed_judged(body, results))
     return Report(Path(out), body, sha, results, analyses, across, Trainee.from_dict(body["trainee"]), found,
-                  unchecked)
+                  unchecked, verify.record(out, report=False))
 
 
 def failed_judged(body: dict, results: dict) -> tuple:
@@ -99,7 +100,16 @@ MARK = "shortlist"  # where the top of the executed 03 records what it found, fo
 def marks(report: Report) -> dict:
     """What this report found, as metadata of what it shows first (prose.top): every corrupt family, with why.
     The executed notebook keeps it, so `python -m proof report` can say so in its exit status (runner.corrupt)."""
-    return {MARK: {"corrupt": {k: r.reason for k, r in report.results.items() if isinstance(r, Corrupt)}}}
+    return {MARK: {"corrupt": {k: r.reason for k, r in report.results.items() if isinstance(r, Corrupt)},
+                   "edited": list(report.edited)}}
+
+
+def edited(report: Report) -> str | None:
+    """The run's executed notebooks that are not what their seals say (an edit made without running them)."""
+    if not report.edited:
+        return None
+    return ("**The run's record was edited after it was made**, so what its notebooks show cannot be trusted: "
+            + "; ".join(report.edited) + ".")
 
 
 def unchecked(report: Report) -> str | None:

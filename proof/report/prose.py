@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from proof import rules
 from proof.records import Corrupt, FamilyResult
-from proof.report.load import Report, marks, status, unchecked
+from proof.report.load import Report, edited, marks, status, unchecked
 from proof.report.numbers import interval, p_text, rate
 from shortlist import page
 
@@ -238,7 +238,7 @@ def top(report: Report):
     one line per family."""
     from IPython.display import HTML
     parts = [page.box("banner", b) for b in [banner(report), measured_here(report), unchecked(report)] if b]
-    parts += [page.box("warning", w) for w in warnings(report)]
+    parts += [page.box("warning", w) for w in [edited(report), *warnings(report)] if w]
     lines = "".join(f"<li>{page.markup(family_line(report, k))}</li>" for k in report.body["families"])
     return HTML("".join(parts) + f'<p class="shortlist-headline">{page.markup(headline(report))}</p>'
                 f'<ul class="shortlist-families">{lines}</ul>', metadata=marks(report))

@@ -171,3 +171,53 @@ def test_a_real_run_verifies_and_its_edits_are_found(scorer, tmp_path):
         shutil.copytree(EXAMPLE, copy)
         edits.apply(copy, key, name)
         assert edits.detected(copy, key, scorer) is not None, f"{name} was used as sound"
+
+
+def _edit_output(notebook: Path, old: str, new: str) -> None:
+    """A figure changed in an executed notebook, as a hand would: the first output that shows `old`."""
+    import nbformat
+    nb = nbformat.read(notebook, as_version=4)
+    for cell in nb.cells:
+        for shown in cell.get("outputs", []):
+            text = shown.get("text") or shown.get("data", {}).get("text/plain", "")
+            if old in text:
+                key = "text" if "text" in shown else None
+                if key:
+                    shown["text"] = text.replace(old, new, 1)
+                else:
+                    shown["data"]["text/plain"] = text.replace(old, new, 1)
+                nbformat.write(nb, notebook)
+                return
+    raise AssertionError(f"no output of {notebook.name} shows {old!r}")
+
+
+def test_the_batchs_notebooks_and_report_are_sealed_and_an_edit_of_either_is_found(smoke_run, tmp_path, capsys):
+    """Seals of the executed notebooks (proof/seal.py): none of the family's result files changes, so only they
+    can see an edit of what a notebook or the report shows."""
+    import nbformat
+    s, _, _ = smoke_run
+    assert verify.record(s.out) == []
+    slug = sources.parse(s.families[0]).slug
+    trained = files.train_notebook(s.out, slug)
+    stored = nbformat.read(trained, as_version=4).metadata["shortlist"]["seal"]
+    assert stored["previous"] == files.read_json(seal.path(s.out, slug))["head"]  # chained from the family's seal
+
+    copy = tmp_path / "run"
+    shutil.copytree(s.out, copy, ignore=shutil.ignore_patterns("checkpoints", "compile"))
+    shown = next(o.get("text", "") for c in nbformat.read(files.train_notebook(copy, slug), as_version=4).cells
+                 for o in c.get("outputs", []) if o.get("name") == "stdout" and o.get("text", "").strip())
+    _edit_output(files.train_notebook(copy, slug), shown.strip()[:20], shown.strip()[:20] + " (edited)")
+    html = files.report(copy)
+    html.write_text(html.read_text().replace("</body>", "<p>held on every family</p></body>", 1))
+    found = verify.record(copy)
+    assert found == [f"notebooks/{files.train_notebook(copy, slug).name} changed after its run sealed it",
+                     "report.html is not the page 03_report.ipynb rendered"], found
+    assert main(["verify", "--out", str(copy)]) == 1
+    assert "record: FAILED notebooks/" in capsys.readouterr().out
+
+    assert main(["report", "--out", str(copy)]) == 1  # a new report.html, which says the 02 notebook was edited
+    err = capsys.readouterr().err
+    assert err.startswith("error: the run's record was edited (the report says so): notebooks/02_train_family.")
+    assert "The run&#x27;s record was edited" in files.report(copy).read_text() or \
+        "The run's record was edited" in files.report(copy).read_text()
+    assert verify.record(copy) == found[:1]  # 03 and the page it rendered are sealed again; the 02 edit stays
