@@ -15,6 +15,7 @@ import hashlib
 import json
 
 from proof import analysis, files, heldout, rules
+from proof import settings as settings_
 from proof.settings import Settings
 from shortlist import provenance, sources
 from shortlist.sources import source as source_
@@ -161,17 +162,17 @@ def verified(settings: Settings, family: str | None = None) -> tuple[dict, str]:
     body, recorded = committed(settings.out)
     ours = settings.profile.as_dict()
     where = files.predictions(settings.out)
-    way_out = f"or give a new --out to commit new predictions there ({where} holds these)"
+    way_out = f"or give a new {settings_.spoken_name('out')} to commit new predictions there ({where} holds these)"
     for name, value in ours.items():
         if body["trainee"].get(name) != value and not _left_to_the_same(settings, body, name):
             theirs = body["trainee"].get(name)
-            restore = f"--model {theirs}" if name == "model" else f"the trainee's {name}={theirs!r}"
+            restore = settings_.spoken("model", theirs) if name == "model" else f"the trainee's {name}={theirs!r}"
             raise CommitError(f"trainee {name}={value!r} differs from the committed {name}="
                               f"{body['trainee'].get(name)!r}: restore it ({restore}), {way_out}")
     for name, value in settings.protocol().items():
         if body["settings"].get(name) != value:
             raise CommitError(f"{name}={value!r} differs from the committed {name}={body['settings'].get(name)!r}: "
-                              f"restore it (--set {name}={body['settings'].get(name)}), {way_out}")
+                              f"restore it ({settings_.spoken(name, body['settings'].get(name))}), {way_out}")
     if family is not None and sources.parse(family).key not in body["families"]:
         raise CommitError(f"{family} has no committed prediction; committed: {', '.join(body['families'])}")
     if family is not None:

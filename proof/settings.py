@@ -280,8 +280,30 @@ def make(preset: str | None = None, **overrides) -> Settings:
 
 
 def from_namespace(namespace: dict) -> Settings:
-    """Settings from a notebook's globals (its parameters cell, after papermill's injection)."""
+    """Settings from a notebook's globals (its parameters cell, after papermill's injection). From here on this
+    process is a notebook's kernel: a refusal names the parameters cell's line, not a command-line flag."""
+    global _IN_NOTEBOOK
+    _IN_NOTEBOOK = True
     return make(**{name: namespace[name] for name in names() if name in namespace})
+
+
+_IN_NOTEBOOK = False  # set by from_namespace(): what spoken() says
+
+
+def spoken(name: str, value) -> str:
+    """How the person running this process sets a setting: `--set steps=4`, or in a notebook's kernel the line
+    of its parameters cell, `steps = 4` (papermill: -p steps 4)."""
+    if _IN_NOTEBOOK:
+        return f"{name} = {value!r} in the parameters cell"
+    return f"--{name} {value}" if name in FLAGS else f"--set {name}={value}"
+
+
+FLAGS = ("out", "model")  # the settings `python -m proof run` takes as flags of their own
+
+
+def spoken_name(name: str) -> str:
+    """A setting's name as the person running this process gives it: --out, or a notebook's out."""
+    return name if _IN_NOTEBOOK else f"--{name}" if name in FLAGS else f"--set {name}"
 
 
 def parse_override(text: str) -> tuple[str, object]:

@@ -55,6 +55,20 @@ def test_missing_hash_or_predictions_are_refused(committed, no_model_loads):
         train.run_family(s, s.families[0])
 
 
+def test_in_a_notebook_the_refusal_names_the_parameters_cells_line_not_a_flag(committed, no_model_loads,
+                                                                               monkeypatch):
+    from proof import settings as settings_
+    s, _ = committed
+    monkeypatch.setattr(settings_, "_IN_NOTEBOOK", False)  # restored after the test: a kernel's state
+    settings_.from_namespace({"out": s.out})  # what a notebook's first cell does
+    with pytest.raises(CommitError) as e:
+        train.run_family(s.replace(steps=5), s.families[0])
+    assert "restore it (steps = 4 in the parameters cell), or give a new out to commit" in str(e.value)
+    assert "--" not in str(e.value)
+    with pytest.raises(CommitError, match=r"restore it \(model = 'tiny' in the parameters cell\)"):
+        train.run_family(s.replace(model="Qwen/Qwen3-0.6B"), s.families[0])
+
+
 @pytest.mark.parametrize("change, fragment", [
     ({"steps": 5}, "steps=5 differs from the committed steps=4: restore it (--set steps=4), or give a new --out"),
     ({"model": "Qwen/Qwen3-0.6B"}, "trainee model='Qwen/Qwen3-0.6B' differs from the committed model='tiny': "
