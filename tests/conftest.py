@@ -18,6 +18,13 @@ from shortlist.generation import sampling  # noqa: E402
 from shortlist.models import tiny  # noqa: E402
 
 
+def pytest_configure(config):
+    """The tiny model built once, before xdist starts its workers (on CI's empty cache: the build's lines then
+    come here, not in whichever test first loads it, whose stderr some tests read)."""
+    if not hasattr(config, "workerinput") and not config.option.collectonly:
+        tiny.ensure()
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the group into the test's id
 def pytest_collection_modifyitems(items):
     """Every test that reads the smoke run goes to one xdist worker, so the batch runs once."""

@@ -9,6 +9,8 @@ seconds to answer in the trainee's format, so its rewards vary and GRPO has some
 from __future__ import annotations
 
 import hashlib
+import sys
+import time
 import os
 from pathlib import Path
 
@@ -21,6 +23,7 @@ TAUGHT = ("chain_sum(max_terms=2, max_digits=1)", "leg_counting(min_animals=1, m
           "basic_arithmetic(max_terms=2, max_digits=1, operators=['+', '-'], allow_parentheses=False, allow_negation=False)")
 TEXT_ONLY = ("letter_counting", "word_sorting", "propositional_logic", "products")  # seen by the tokenizer only
 SEEDS = range(10_000_000, 10_000_400)  # far from every seed range the proof uses
+HEARTBEAT_S = 15  # a line at least this often while the build trains
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"]
 CHAT_TEMPLATE = (  # Qwen3's, cut down: an empty think block when enable_thinking is false
     "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
@@ -82,6 +85,9 @@ def build(dest: Path) -> None:
     from shortlist import trainee
     from shortlist.sources import source
     transformers.utils.logging.disable_progress_bar()  # save_pretrained's "Writing model shards" bar, on the console
+    started = time.monotonic()
+    say(f"building the tiny model, once for this machine, into {dest.parent} (about a minute of CPU; minutes on a "
+        f"busy machine): its examples and tokenizer first")
     taught, text = _examples()
     replies = [f"<answer>{t['answer']}</answer>" for t in taught]
     asked = trainee.QWEN3.for_source(source.DEFAULT)  # Reasoning Gym's families, as the default trainee asks them
@@ -97,6 +103,12 @@ def build(dest: Path) -> None:
     _teach(model, tok, taught, replies)
     model.save_pretrained(dest)
     tok.save_pretrained(dest)
+    say(f"built the tiny model in {time.monotonic() - started:.0f} s")
+
+
+def say(line: str) -> None:
+    """A line on stderr while the build works (a person waits on it: issue 41, no silence over 30 s)."""
+    print(line, file=sys.stderr, flush=True)
 
 
 def _teach(model, tok, taught: list[dict], replies: list[str], steps: int = 300, batch: int = 32) -> None:
@@ -118,7 +130,11 @@ def _teach(model, tok, taught: list[dict], replies: list[str], steps: int = 300,
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
     generator = torch.Generator().manual_seed(seed())
     model.train()
-    for _ in range(steps):
+    said = time.monotonic()
+    for step in range(steps):
+        if time.monotonic() - said > HEARTBEAT_S:
+            say(f"building the tiny model: training step {step} of {steps}")
+            said = time.monotonic()
         pick = torch.randint(len(rows), (batch,), generator=generator)
         loss = model(input_ids=ids[pick], attention_mask=mask[pick], labels=labels[pick]).loss
         loss.backward()

@@ -105,11 +105,15 @@ def test_run_all_by_hand_01_then_02_then_03_gives_the_report(tmp_path, tiny_mode
         errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
         stderr = [o["text"] for c in nb.cells for o in c.get("outputs", []) if o.get("name") == "stderr"]
         assert errors == [] and stderr == [], (name, errors, stderr)  # no error, no warning
+        shown = [o for o in nb.cells[-1].get("outputs", []) if o.get("output_type") == "execute_result"]
+        assert shown == [], (name, shown)  # the last cell leaves no stray value (a PosixPath)
     result = records.read(files.result(tmp_path / "run", sources.parse(family).slug))
     assert isinstance(result, records.FamilyResult) and result.settings["steps"] == 2
     html = files.report(tmp_path / "run").read_text()  # 03's last cell wrote it, as the batch would
     assert 'class="shortlist-headline"' in html and "smoke run, not a finding" in html
     assert result.predictions_sha256 in html
+    from proof import verify
+    assert verify.record(tmp_path / "run") == []  # what the kernels kept by hand is sealed as the batch's is
     import re
     links = re.findall(r'<a href="([^"#]+\.ipynb)"', html)
     assert len(links) == 3 and all((tmp_path / "run" / link).is_file() for link in links)  # every link resolves
@@ -167,3 +171,14 @@ def test_run_all_on_a_machine_without_a_gpu_stops_in_its_first_cell_with_the_one
     assert f"ModelError: no GPU here for model {model!r}: turn one on (Kaggle: Settings > Accelerator" in str(e.value)
     assert "model = 'tiny' in a notebook's parameters, --preset smoke on the command line" in str(e.value)
     assert not (tmp_path / "run").exists()
+
+
+def test_the_smoke_parameters_file_is_the_smoke_preset_as_papermill_reads_it():
+    """docs/proof.md runs one notebook at a time with `papermill -f notebooks/smoke.yaml`: the preset's settings,
+    written by python -m proof.notebook, so a change to the preset that is not written there fails here."""
+    import yaml
+    from proof import notebook, settings as settings_
+    path = NOTEBOOKS[0].parent / "smoke.yaml"
+    assert path.read_text() == notebook.preset_parameters("smoke")
+    read = yaml.safe_load(path.read_text())  # as papermill reads a parameters file
+    assert settings_.make(**read).as_dict() == settings_.make("smoke").as_dict()

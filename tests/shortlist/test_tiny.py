@@ -100,3 +100,17 @@ def test_a_screen_waiting_on_another_processs_build_says_so_once_with_its_pid_an
     finally:
         builder.kill()
         builder.wait()
+
+
+def test_the_build_says_what_it_does_at_least_every_heartbeat(tiny_model, monkeypatch, capsys):
+    """A person waits on the build (minutes on a busy machine): its training says where it is at least every
+    HEARTBEAT_S seconds (here 0: every step), on stderr."""
+    import copy
+    from shortlist.sources import parse
+    model, tok = copy.deepcopy(tiny_model.model), tiny_model.tokenizer
+    taught = [t | {"family": "chain_sum"} for t in parse("chain_sum(max_terms=2, max_digits=1)").tasks(range(2))]
+    monkeypatch.setattr(tiny, "HEARTBEAT_S", 0)
+    tiny._teach(model, tok, taught, [f"<answer>{t['answer']}</answer>" for t in taught], steps=3, batch=2)
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.splitlines() == [f"building the tiny model: training step {i} of 3" for i in range(3)]
