@@ -39,8 +39,6 @@ def cap_memory(share: int) -> None:
     alone, not its neighbours."""
     if share <= 1:
         return
-    from shortlist.models import memory
-    memory.allocator()  # before the fraction below starts CUDA: the environment variable still applies then
     import torch
     if torch.cuda.is_available():
         for i in range(torch.cuda.device_count()):

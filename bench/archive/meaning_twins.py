@@ -1,6 +1,6 @@
 """Evaluation questions whose twin is trained, reserved by the text (schema 4) and by the meaning (schema 5).
 
-    python bench/meaning_twins.py --catalog examples/smollm2-22/catalog/shortlist.json \
+    python bench/archive/meaning_twins.py --catalog examples/smollm2-22/catalog/shortlist.json \
         --families examples/smollm2-22/families.txt --out bench/results/meaning_twins.txt
 
 For each spec of the committed selection, and each of the catalog's easiest rows (level 0, or a family's only
@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from proof import files, heldout, settings as settings_  # noqa: E402
 from shortlist import sources  # noqa: E402
 from shortlist.sources.meaning import QUESTION  # noqa: E402
@@ -76,7 +76,7 @@ def main() -> int:
             continue
         rows.append(measure(spec))
         print(json.dumps(rows[-1]), flush=True)
-    command = " ".join(["python bench/meaning_twins.py"] + sys.argv[1:])
+    command = " ".join(["python bench/archive/meaning_twins.py"] + sys.argv[1:])
     files.write_text(Path(args.out), table(rows, command, unkeyed, time.time() - started))
     print(Path(args.out).read_text())
     return 0

@@ -1,6 +1,6 @@
 """What the wider grid (--grid) should give on SmolLM2, estimated before any GPU run from the committed catalogs.
 
-    python bench/grid_estimate.py --out bench/results/grid_estimate.smollm2
+    python bench/archive/grid_estimate.py --out bench/results/grid_estimate.smollm2
 
 Per family, the measured rows (examples/smollm2-22/catalog, then examples/catalog-smollm2 re-audited by
 bench/results/audit_catalog.smollm2.json for the families the first did not reach) give pass@1, the
@@ -23,13 +23,13 @@ import math
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from proof import selection  # noqa: E402
 from proof.settings import Settings  # noqa: E402
 from shortlist import output, rule, sources, trainee as trainee_  # noqa: E402
 from shortlist.sources import levels as levels_  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CATALOG = ROOT / "examples/smollm2-22/catalog/shortlist.json"
 OLDER, AUDIT = ROOT / "examples/catalog-smollm2/shortlist.json", ROOT / "bench/results/audit_catalog.smollm2.json"
 EXCLUDE = ROOT / "examples/smollm2-22/families.txt"

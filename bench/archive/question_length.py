@@ -1,7 +1,7 @@
 """The longest question each Reasoning Gym family builds at each level of its own curriculum (seeds 0..N-1),
 in characters: what shortlist/sources/budget.py's QUESTION_MAX is set from.
 
-    python bench/question_length.py --seeds 4 > bench/results/question_length.cpu.txt
+    python bench/archive/question_length.py --seeds 4 > bench/results/question_length.cpu.txt
 
 A build that takes more than --cpu-s seconds of CPU is stopped and named (the family's own budget is
 budget.BUILD_CPU_S, for seed 0 of a config it does not define).
@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from shortlist import sources  # noqa: E402
 from shortlist.sources import source as source_  # noqa: E402
 
