@@ -176,3 +176,16 @@ def test_a_local_server_killed_mid_catalog_fails_that_family_in_one_line_and_a_r
     assert output.read_json(tmp_path / "families" / f"{first}.json")["rows"] == kept
     again = output.read_json(tmp_path / "families" / f"{second}.json")
     assert len(again["rows"]) == 1 and again["failures"] == []
+
+
+def test_families_lists_what_the_server_offers_that_builds_one_a_line(capsys):
+    """The original finding: `families --source openenv --env-url URL` printed nothing and exited 0."""
+    server = OpenEnvServer("--families=chain_sum,leg_counting,composite")
+    try:
+        assert shortlist_main(["families", "--source", "openenv", "--env-url", server.url]) == 0
+        out = capsys.readouterr().out
+        # composite builds only with a config of its own: left out; env, the server's default reset, is one too
+        assert out.splitlines() == ["chain_sum", "env", "leg_counting"], out
+    finally:
+        chosen(None)
+        server.stop()
