@@ -101,9 +101,14 @@ def not_judged(screen: dict, few: str | None) -> list[str]:
     """The one rule for what the proof does not judge: an audit verdict, or too few evaluation questions."""
     why = []
     if screen["verdict"] in AUDIT_VERDICTS:
-        why.append(f"{screen['verdict']} (ceiling {screen.get('ceiling')}, guess rate {screen.get('guess')} by "
-                   f"{screen.get('guess_answer')})")
+        why.append(f"{screen['verdict']} (ceiling {_share(screen.get('ceiling'))}, guess rate "
+                   f"{_share(screen.get('guess'))} by {screen.get('guess_answer')})")
     return why + ([few] if few else [])
+
+
+def _share(x) -> str:
+    """A share measured on a few dozen tasks, at the precision it carries (0.92, not 0.9166666666666666)."""
+    return f"{x:.2f}" if isinstance(x, float) else str(x)
 
 
 def committed(out, readable: tuple = TRAINABLE) -> tuple[dict, str]:

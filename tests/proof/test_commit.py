@@ -247,3 +247,9 @@ def test_a_finished_run_is_read_again_as_its_screen_recorded_not_as_the_source_r
     family = s.families[0]
     assert commit.asked(body, family).extraction == "last_number"
     assert commit.asked(body, family).system_prompt == s.profile.for_source("reasoning_gym").system_prompt
+
+
+def test_a_reason_not_to_judge_prints_its_shares_at_the_precision_they_carry():
+    from proof import commit
+    why = commit.not_judged({"verdict": "guessable", "ceiling": 1.0, "guess": 22 / 24, "guess_answer": "'0'"}, None)
+    assert why == ["guessable (ceiling 1.00, guess rate 0.92 by '0')"]
