@@ -114,16 +114,16 @@ def family(result, settings: dict, evidence, trainee: dict) -> FamilyAnalysis:
     real = accuracy_improved and beats
     learning = "real learning" if real else "matched by a policy" if accuracy_improved \
         else "partial credit only" if improved else "none"
-    equivalence = stats.tost(b, a, settings["equivalence_margin"], alpha, n) if keep else None
+    sd = float(np.std(np.subtract(a, b), ddof=1)) if len(keep) > 1 else 0.0
+    equivalence = _equivalence(b, a, sd, settings) if keep else None
     screen = result.prediction
     predicted = screen["prediction"] == "improves"
     if predicted or real:
         judgement = "held" if real == predicted else "did not hold"
     else:
-        judgement = "held (equivalent)" if equivalence and equivalence["equivalent"] else "held (inconclusive)"
+        judgement = EQUIVALENCE[equivalence["equivalent"] if equivalence else False]
     if learning in ("partial credit only", "matched by a policy"):
         judgement += f" ({learning})"
-    sd = float(np.std(np.subtract(a, b), ddof=1)) if len(keep) > 1 else 0.0
     flip = screen.get("flip")
     return FamilyAnalysis(
         family=result.family, prediction=screen["prediction"], side=rules.side(trainee, screen),
@@ -134,6 +134,19 @@ def family(result, settings: dict, evidence, trainee: dict) -> FamilyAnalysis:
         held=real == predicted, judged=not evidence.not_judged and bool(keep), not_judged=tuple(evidence.not_judged),
         difference_sd=sd, mde=stats.minimum_detectable_effect(sd, max(1, len(keep)), alpha),
         distinct_answers=evidence.baselines.get("distinct_answers"))
+
+
+EQUIVALENCE = {True: "held (equivalent)", False: "held (inconclusive)", None: "held (equivalence cannot be judged)"}
+NO_SPREAD = ("every counted task's score moved by the same amount (SD of the differences 0): the bootstrap has "
+             "no spread, so the test says nothing of the tasks it did not see")
+
+
+def _equivalence(before: list, after: list, sd: float, settings: dict) -> dict:
+    """TOST within ±margin; where the per-task differences have no spread (SD 0, as when no score changed, or
+    a single task) its p is 0 or 1 whatever the margin, and 0 detectable gain is no power: not testable
+    (equivalent None, and why): it cannot be judged, never "equivalent"."""
+    test = stats.tost(before, after, settings["equivalence_margin"], settings["alpha"], settings["bootstrap_n"])
+    return test | {"equivalent": None, "why": NO_SPREAD} if sd == 0 else test
 
 
 def _per_question(groups: list[int], before: list[float], after: list[float]) -> tuple[list, list]:

@@ -78,11 +78,17 @@ def curves(done: list):
     return fig
 
 
+def unchanged(result) -> bool:
+    """No evaluation task's score changed: its gain is a dot at 0 with no interval, which says nothing of spread."""
+    return list(result.before.scores) == list(result.after.scores)
+
+
 def forest(done: list):
-    """Each family's gain in mean score with its 95% CI, marked by what was predicted."""
-    if not done:
+    """Each family's gain in mean score with its 95% CI, marked by what was predicted; a family whose scores
+    did not change is labelled so, and where none changed there is nothing to draw (None: the caption says so)."""
+    if all(unchanged(r) for r in done):
         return None
-    names = [label(r.family) for r in reversed(done)]
+    names = [label(r.family) + ("\n(no score changed)" if unchanged(r) else "") for r in reversed(done)]
     fig, ax = plt.subplots(figsize=(8, 0.3 * sum(n.count("\n") + 1 for n in names) + 0.25 * len(done) + 1.2))
     for y, result in enumerate(reversed(done)):
         g, pred = result.gain, result.prediction["prediction"]

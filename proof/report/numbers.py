@@ -1,9 +1,11 @@
 """How the report writes its numbers, each kind of quantity one way, in prose and tables alike:
 accuracies, scores and gains with 3 decimals, shares of answers and chances with 2, p-values with 3
-(a bootstrap p no resample reached as a bound), counts as integers, times in seconds."""
+(a bootstrap p no resample reached as a bound), counts as integers, times in seconds. A number no
+column names a format for is written by plain(): never with a float's every digit."""
 from __future__ import annotations
 
 import math
+import re
 
 ACCURACY = "{:.3f}"  # accuracies, mean scores, policy accuracies
 GAIN = "{:+.3f}"
@@ -54,3 +56,21 @@ def interval(r) -> str:
 def rate(r) -> str:
     """An analysis.Rate: 'k of n (0.xx, Wilson 95% CI a–b)'."""
     return f"{r.k} of {r.n} ({interval(r)})" if r.n else "0 of 0"
+
+
+def plain(value) -> str:
+    """A table cell no format was named for: a whole number as an integer (pandas holds a column with a
+    missing row as floats: 0 would show as 0.000000), any other float with 3 decimals, the rest as it is."""
+    if isinstance(value, float) and value == value and not isinstance(value, bool):
+        return COUNT.format(value) if value.is_integer() else ACCURACY.format(value)
+    return str(value)
+
+
+_LONG = re.compile(r"(?<![\w.])\d+\.\d{4,}(?![\w.])")
+
+
+def tidy(text: str) -> str:
+    """A reason predictions.json recorded, its shares at the 2 decimals a share carries: the commitment writes
+    the audit's guess rate with every digit of its float ("guess rate 0.9166666666666666"). The record is
+    left as it is; only what the report shows is rounded."""
+    return _LONG.sub(lambda m: SHARE.format(float(m.group())), text)

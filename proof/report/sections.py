@@ -13,6 +13,7 @@ from proof import rules
 from proof.evidence import MIN_UNSEEN
 from proof.report import figures, html, prose, tables
 from proof.report.load import Report
+from shortlist import page
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,10 @@ def _format(report: Report) -> str:
 def _equivalence(report: Report) -> str:
     return (f"A \"no change\" prediction that held is *equivalent* only when an equivalence test (TOST, "
             f"margin ±{report.settings['equivalence_margin']}) puts the gain within the margin; otherwise "
-            f"*inconclusive*. The last columns give the smallest gain the tasks could have detected (80% power).")
+            f"*inconclusive*. The last columns give the smallest gain the tasks could have detected (80% power). "
+            f"Where every counted task's score moved by the same amount (the SD of the differences is 0, as when "
+            f"no score changed), the bootstrap has no spread: the test can show nothing and the tasks no power, "
+            f"so equivalence *cannot be judged*.")
 
 
 def _examples(report: Report) -> str:
@@ -121,6 +125,21 @@ def _power(report: Report) -> str:
             "one of them to go the rule's way, raw and Holm-adjusted. A comparison with no such spec cannot "
             "come out either way. " + ("This run did not record it: it is computed now from its commitment."
                                        if "power" not in report.body.get("analysis", {}) else ""))
+
+
+def _forest(report: Report) -> str:
+    """What the gains figure shows, or why it is not drawn: a dot at 0 with no interval is not a precise zero."""
+    done = report.done()
+    same = sum(figures.unchanged(r) for r in done)
+    if not done:
+        return "No family has finished: there is no gain to draw."
+    if same == len(done):
+        return (f"No evaluation task's score changed in {'the finished family' if same == 1 else 'any finished family'}"
+                f": every gain is 0 with no interval around it, which shows no spread, so there is nothing to draw.")
+    return ("Each finished family's gain in mean score after GRPO, with its 95% bootstrap interval; a filled circle was "
+            "predicted to improve, a hollow square not." + (
+                f" Labelled *no score changed*: {page.count(same, 'family', 'families')} whose every evaluation task "
+                f"scored as before, a dot at 0 with no interval (no spread, not a precise zero)." if same else ""))
 
 
 def _runs(report: Report) -> str:
@@ -180,7 +199,7 @@ SECTIONS = {s.key: s for s in (  # in 03's order
     Section("equivalence", _equivalence, tables.equivalence_table),
     Section("curves", _curves, figure=lambda r: figures.curves(r.done())),
     Section("runs", _runs, tables.runs_table),
-    Section("forest", figure=lambda r: figures.forest(r.done())),
+    Section("forest", _forest, figure=lambda r: figures.forest(r.done())),
     Section("sides", _sides, tables.sides_table),
     Section("rules", _against, _rules),
     Section("correlations", _correlations, tables.correlations_table, _scatter),

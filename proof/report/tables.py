@@ -12,18 +12,19 @@ from proof.report import figures
 from proof.records import FamilyResult
 from proof.report import prose
 from proof.report.load import Report, status
-from proof.report.numbers import ACCURACY, COUNT, SECONDS, SHARE, arrow, ci, p_format
+from proof.report.numbers import ACCURACY, COUNT, SECONDS, SHARE, arrow, ci, p_format, plain, tidy
 from shortlist import rule, screening
 
 
 def _table(rows: list[dict], formats: dict):
     """A table for the notebook and the HTML report, its text escaped. A family spec may break after its
     '(' (and at its spaces), never inside a name; a cell of numbers is marked `num`, which the report's
-    style keeps on one line (shortlist/templates/report.html.j2)."""
+    style keeps on one line (shortlist/templates/report.html.j2). A column no format is named for is written
+    by numbers.plain(), never with a float's every digit."""
     frame = pd.DataFrame(rows)
     formats = {"family": spec_cell} | formats
     classes = frame.map(lambda v: "num" if _numeric(v) else "") if len(frame) else frame
-    return (frame.style.format(na_rep="–", escape="html")
+    return (frame.style.format(plain, na_rep="–", escape="html")
             .format({k: v for k, v in formats.items() if k in frame}, na_rep="–", escape="html")
             .set_td_classes(classes).hide(axis="index"))
 
@@ -32,10 +33,12 @@ _NUMERIC = re.compile(r"[\d\s+\-−–.,:/\[\]()<>≤≥→%]*\d[\d\s+\-−–.,
 
 
 def _numeric(value) -> bool:
-    """A number, or text made only of numbers and their signs: '0.280 → 0.409', '+0.129 [+0.043, +0.215]'."""
+    """A number, or text made only of numbers and their signs: '0.280 → 0.409', '+0.129 [+0.043, +0.215]',
+    '1 of 2' (a count of a count, which must not break into "1 of" and "2")."""
     if isinstance(value, bool):
         return False
-    return isinstance(value, (int, float)) or (isinstance(value, str) and bool(_NUMERIC.fullmatch(value)))
+    return isinstance(value, (int, float)) or (isinstance(value, str) and
+                                               bool(_NUMERIC.fullmatch(value.replace(" of ", " / "))))
 
 
 def spec_cell(value) -> str:
@@ -57,7 +60,7 @@ def predictions_table(body: dict):
     not_judged = body.get("not_judged", {})
     rows = [{"family": p["family"], **screening.labelled(p | {f: p.get(f) for f in SHOWN}, SHOWN),
              "verdict": p["verdict"], "prediction": p["prediction"], "side": rules.side(body["trainee"], p),
-             "judged": "no: " + "; ".join(not_judged[p["family"]]) if not_judged.get(p["family"]) else
+             "judged": "no: " + tidy("; ".join(not_judged[p["family"]])) if not_judged.get(p["family"]) else
              "yes" if p["family"] in not_judged else "–"} for p in body["predictions"]]
     return _table(rows, screening.formats(k, SHOWN))
 
@@ -107,7 +110,7 @@ def audit_table(report: Report):
                      "ceiling": e.ceiling, "guess rate": e.guess["accuracy"], "by": e.guess["answer"],
                      "pass@1": p["pass1"], "best policy on evaluation": policy["accuracy"] if policy else None,
                      "which": policy["answer"] if policy else None, "accuracy after": a.accuracy[1] if a else None,
-                     "judged": "no: " + "; ".join(e.not_judged) if e.not_judged else "yes",
+                     "judged": "no: " + tidy("; ".join(e.not_judged)) if e.not_judged else "yes",
                      "measured": "now" if "audit" in e.measured else "before predicting"})
     return _table(rows, {c: SHARE for c in ("ceiling", "guess rate", "pass@1")}
                   | {"best policy on evaluation": ACCURACY, "accuracy after": ACCURACY})
@@ -150,13 +153,14 @@ def learning_table(report: Report):
 
 
 def sides_table(report: Report):
-    """The rule on each side: real learning among the judged specs of each."""
+    """The rule on each side: real learning among the judged specs of each (one column for every side: what
+    it means, precision or a miss, the side's label says)."""
     rows = []
-    for name, label, verb in prose.SIDES:
+    for name, label, _ in prose.SIDES:
         r = report.across.sides.get(name)
-        rows.append({"side": label, "judged specs": r.n if r else 0, verb: r.k if r else 0,
+        rows.append({"side": label, "judged specs": r.n if r else 0, "really learned": r.k if r and r.n else None,
                      "share [Wilson 95% CI]": f"{r.rate:.2f} [{r.ci95[0]:.2f}, {r.ci95[1]:.2f}]" if r and r.n else None})
-    return _table(rows, {"judged specs": COUNT})
+    return _table(rows, {"judged specs": COUNT, "really learned": COUNT})
 
 
 def format_table(report: Report):
@@ -177,10 +181,12 @@ def equivalence_table(report: Report):
     for r in report.done():
         a = report.analyses[r.family]
         eq = a.equivalence or {"p": None, "equivalent": False}
+        spread = eq["equivalent"] is not None  # SD 0: no p, no power to speak of (analysis._equivalence)
         rows.append({"family": r.family, "prediction": a.prediction, "counted tasks": a.counted,
-                     "gain [95% CI]": ci(a.gain), f"TOST p (±{margin})": eq["p"],
-                     "equivalent": "yes" if eq["equivalent"] else "no", "SD of differences": a.difference_sd,
-                     "detectable gain (80% power)": a.mde, "judgement": a.judgement if a.judged else "not judged"})
+                     "gain [95% CI]": ci(a.gain), f"TOST p (±{margin})": eq["p"] if spread else None,
+                     "equivalent": {True: "yes", False: "no", None: "cannot be judged: SD 0"}[eq["equivalent"]],
+                     "SD of differences": a.difference_sd, "detectable gain (80% power)": a.mde if spread else None,
+                     "judgement": a.judgement if a.judged else "not judged"})
     return _table(rows, {f"TOST p (±{margin})": p_format(report.settings["bootstrap_n"]),
                          "SD of differences": ACCURACY, "detectable gain (80% power)": ACCURACY,
                          "counted tasks": COUNT})

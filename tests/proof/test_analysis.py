@@ -28,9 +28,17 @@ def test_real_learning_holds_an_improves_prediction(synthetic):
     assert a.accuracy == (0.5, 1.0) and a.accuracy_gain["gain"] == 0.5
 
 
-def test_an_unchanged_no_change_is_held_equivalent(synthetic):
-    r = report.load(synthetic({"chain_sum": {"prediction": "no change", **FLAT}}).out)
+def test_a_nearly_unchanged_no_change_is_held_equivalent(synthetic):
+    after = HALF[:]
+    after[0], after[-1] = 1.0, 0.0  # two tasks of 200 swap: a gain of 0 with a spread, well within ±0.05
+    r = report.load(synthetic({"chain_sum": {"prediction": "no change", "before": HALF, "after": after}}).out)
     assert r.analyses["chain_sum"].judgement == "held (equivalent)"
+
+
+def test_an_unchanged_no_change_has_no_spread_and_cannot_be_judged_equivalent(synthetic):
+    r = report.load(synthetic({"chain_sum": {"prediction": "no change", **FLAT}}).out)
+    a = r.analyses["chain_sum"]
+    assert a.held and a.difference_sd == 0 and a.judgement == "held (equivalence cannot be judged)"
 
 
 def test_a_noisy_no_change_is_held_inconclusive(synthetic):

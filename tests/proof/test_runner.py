@@ -32,7 +32,8 @@ def test_smoke_report_shows_every_table_figure_and_the_hash(smoke_run):
     # curves and forest inline; the scatter and the correlations need 3 families, smoke has 2: a sentence says so
     assert len(re.findall(r'<img[^>]*src="data:image/png;base64,', html)) == 2
     assert "Only 2 families finished: ranks need 3 at least" in html
-    assert "held (equivalent)" in html  # the smoke's "too hard" family, judged by the equivalence test
+    # the smoke's "too hard" family scores 0 before and after on every task: no spread, no equivalence claimed
+    assert "held (equivalence cannot be judged)" in html and "cannot be judged: SD 0" in html
     assert "def " not in html and "from proof import" not in html  # code hidden
     assert "report.load" not in html and "Traceback" not in html and "Warning" not in html
     assert "On Kaggle" not in html  # the notebook reader's instructions stay in the notebooks
