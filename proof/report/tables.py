@@ -17,8 +17,8 @@ from shortlist import rule, screening
 
 
 def _table(rows: list[dict], formats: dict):
-    """A table for the notebook and the HTML report, its text escaped. A family spec may break after its
-    '(' (and at its spaces), never inside a name; a cell of numbers is marked `num`, which the report's
+    """A table for the notebook and the HTML report, its text escaped. A family spec breaks only after its
+    commas, never inside a name; a cell of numbers is marked `num`, which the report's
     style keeps on one line (shortlist/templates/report.html.j2). A column no format is named for is written
     by numbers.plain(), never with a float's every digit."""
     frame = pd.DataFrame(rows)
@@ -42,12 +42,18 @@ def _numeric(value) -> bool:
 
 
 def spec_cell(value) -> str:
-    """A family spec as HTML that breaks only at its spaces and after its '(': each word kept whole (a `w`
-    span, which the report's style keeps on one line), a <wbr> after the '(' (nothing is added to the text
-    a reader copies). Styler escapes a value before a callable formats it, and leaves what it returns as is."""
+    """A family spec as HTML that breaks only after its commas: each part up to a comma kept whole (a `w` span,
+    which the report's style keeps on one line, spaces inside a value included), the space after a comma
+    kept as typed, a <wbr> where none was (nothing is added to the text a reader copies). Styler escapes a
+    value before a callable formats it, and leaves what it returns as is."""
     if value is None or value != value:
         return "–"
-    return " ".join(f'<span class="w">{word}</span>' for word in str(value).replace("(", "(<wbr>").split(" "))
+    parts = re.split(r"(?<=,)", str(value))
+    out = f'<span class="w">{parts[0]}</span>'
+    for part in parts[1:]:
+        rest = part.lstrip()
+        out += (part[:len(part) - len(rest)] or "<wbr>") + f'<span class="w">{rest}</span>'
+    return out
 
 
 SHOWN = ("pass1", "passk", "mean", "signal_raw", "signal_correct", "learnability", "extracted", "clipped", "ceiling",
