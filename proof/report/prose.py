@@ -3,14 +3,16 @@
 Each says only what its data shows: "not judged" is never "did not hold", a run with no finished
 family says so, every sentence appears once, and numbers are written as numbers.py writes them.
 Whatever could make the numbers wrong (a smoke run, a fallen-back engine, degenerate completions, a
-corrupt result) is said above the headline.
+corrupt result) is said above the headline. The headline is one plain sentence; its statistics are
+statistics()'s, which 03 shows in a section of their own.
 """
 from __future__ import annotations
 
 from proof import rules
+from proof.evidence import MIN_UNSEEN
 from proof.records import Corrupt, FamilyResult
 from proof.report.load import Report, edited, marks, status, unchecked
-from proof.report.numbers import interval, p_text, rate
+from proof.report.numbers import interval, p_text, rate, tidy
 from shortlist import page
 
 DEGENERATE_SHARE = 0.5  # a family whose completions are mostly cut off or repetitive is named above the headline
@@ -119,7 +121,7 @@ def family_line(report: Report, key: str) -> str:
     outcome = (f"accuracy {a.accuracy[0]:.3f} → {a.accuracy[1]:.3f} ({acc['gain']:+.3f}, p "
                f"{p_text(acc['p'], report.settings['bootstrap_n'])}) on {a.counted} {_counted(report)} tasks "
                f"({a.distinct} distinct){policy}")
-    verdict = ("not judged: " + "; ".join(a.not_judged)) if a.not_judged else "held" if a.held else "did not hold"
+    verdict = ("not judged: " + tidy("; ".join(a.not_judged))) if a.not_judged else "held" if a.held else "did not hold"
     learning = "no significant gain" if a.learning == "none" else a.learning
     return f"{said}; {outcome}; {learning}; {verdict}."
 
@@ -129,37 +131,103 @@ def _counted(report: Report) -> str:
 
 
 def headline(report: Report) -> str:
-    """The answer first: the rule on the judged specs, per side, against every comparator with its
-    exact test and the best p the commitment allowed; then what the gains were, what never occurred,
-    what is not judged."""
+    """The answer in one plain sentence: how often the rule held, and whether it did better than predicting
+    "improves" everywhere. Every number behind it is statistics()'s, in a section of its own."""
     done, across = report.done(), report.across
     if not done:
-        return "**No family has finished training yet**: there is no outcome to judge." + _statuses(report)
+        return "**No environment has finished training yet**, so there is nothing to judge."
     n = len(across.judged)
     if not n:
-        text = (f"**None of the {page.count(len(done), 'finished family', 'finished families')} is judged** "
-                f"(the commitment set them apart: {_apart(report)}).")
-        return text + _gains(report) + _never(report) + _statuses(report)
-    text = (f"**The rule held on {across.held.k} of {page.count(n, 'judged spec')}** "
-            f"({interval(across.held)}).")
+        which = ("The one finished environment could not be judged**: the commitment set it" if len(done) == 1 else
+                 f"None of the {len(done)} finished environments could be judged**: the commitment set them")
+        return f"**{which} apart before training, so this run does not test the rule."
+    return (f"**The rule held on {across.held.k} of {page.count(n, 'judged environment')}**"
+            + _against_always(report) + ".")
+
+
+def _against_always(report: Report) -> str:
+    """The comparison a reader asks first, in words: the rule against predicting "improves" everywhere."""
+    c = next((c for c in report.across.comparisons if c.rule == "always improves"), None)
+    if c is None:
+        return ""
+    if not c.disagree:
+        return ("; it said \"improves\" on every one, as always predicting \"improves\" would, so the two cannot be "
+                "told apart")
+    if c.p_holm > report.settings["alpha"] or c.mcnemar["only_first"] == c.mcnemar["only_second"]:
+        return "; it could not be told apart from always predicting \"improves\""
+    if c.mcnemar["only_first"] > c.mcnemar["only_second"]:
+        return "; it did better than always predicting \"improves\""
+    return "; always predicting \"improves\" did better"
+
+
+def terms(report: Report) -> str:
+    """The words the headline and the family lines use, defined where they are first read (under the headline):
+    judged and held always, each audit verdict only where a family has it."""
+    t = report.trainee
+    text = (f"*Judged*: an environment (a family spec) the commitment set out to test before any training: not set "
+            f"apart by the scorer audit, and with at least {report.settings.get('min_unseen', MIN_UNSEEN)} distinct "
+            f"evaluation questions. *Held*: the prediction matched the outcome: *real learning* (more correct "
+            f"answers after training than before, and more than the *best policy*, the best-scoring answer that "
+            f"does not solve the task) where \"improves\" was predicted, no real learning where it was not.")
+    verdicts = {p["verdict"] for p in report.body["predictions"]}
+    if "guessable" in verdicts:
+        text += (f" *Guessable*: such a policy (a constant, a number copied from the question, …) scores fully on "
+                 f"at least as many screening tasks as the model's own samples (pass@1) and on at least pass_min "
+                 f"({t.pass_min}, the pass@1 below which the rule says \"too hard\") of them.")
+    if "unscorable" in verdicts:
+        text += (f" *Unscorable*: the gold answer, written as the trainee writes answers, scores on fewer than "
+                 f"{t.ceiling_min} of the tasks (its *ceiling*).")
+    if "unverified ceiling" in verdicts:
+        text += " *Unverified ceiling*: no task has an answer to check, so nothing shows a completion can score."
+    return text + " Guessable, unscorable and unverified environments are trained and reported, not judged." \
+        if verdicts & set(rules.AUDIT) else text
+
+
+def statistics(report: Report) -> str:
+    """The numbers behind the headline, each once, as one text (statistics_parts(), joined)."""
+    return " ".join(statistics_parts(report))
+
+
+def statistics_parts(report: Report) -> list[str]:
+    """The numbers behind the headline, each once, a part per question: the rule with its Wilson interval; per
+    side; against every comparator with its exact test, Holm's adjustment and the best p the commitment
+    allowed; then what the gains were, what never occurred, what is not judged (and what has not finished)."""
+    done, across = report.done(), report.across
+    if not done:
+        return ["No family has finished training yet: there is no outcome to judge." + _statuses(report)]
+    n = len(across.judged)
+    if not n:
+        parts = [f"None of the {page.count(len(done), 'finished family', 'finished families')} is judged "
+                 f"(the commitment set them apart: {_apart(report)})."]
+        return _rest(report, parts + [_gains(report), _never(report)])
+    text = (f"The rule held on {across.held.k} of {page.count(n, 'judged spec')} ({interval(across.held)}; a Wilson "
+            f"interval holds the rates these counts are consistent with).")
     if across.failed:
         text += (f" {page.count(len(across.failed), 'judged spec')} failed to train: counted as not held, "
                  f"against the rule on its side ({', '.join(across.failed)}).")
-    for name, label, verb in SIDES:
-        r = across.sides.get(name)
-        if r:
-            text += f" {label[0].upper() + label[1:]}: {r.k} of {r.n} {verb} ({interval(r)})."
-    missing = [label.split(" on ")[-1] for name, label, _ in SIDES[:2] if name not in across.sides]
-    if missing:
-        text += f" No judged spec on the side{'s' if len(missing) > 1 else ''} of {' and '.join(missing)}."
-    text += _comparisons(report)
     b = across.borderline
     if b["borderline"]:
         text += (f" {page.count(b['borderline'], 'judged verdict was', 'judged verdicts were')} borderline (flip "
                  f"chance ≥ {rules.BORDERLINE}); without them the rule held on {rate(b['without borderline'])}.")
     elif b["unmeasured"] == n:
         text += " The screens of this run carry no flip chance: borderline verdicts cannot be named."
-    return text + _gains(report) + _never(report) + _apart_text(report) + _statuses(report)
+    sides = f"By the side each spec tests (pass_min, {report.trainee.pass_min}, is the pass@1 below which the rule " \
+            f"says \"too hard\"):"
+    for name, label, verb in SIDES:
+        r = across.sides.get(name)
+        if r:
+            sides += f" {label[0].upper() + label[1:]}: {r.k} of {r.n} {verb} ({interval(r)})."
+    missing = [label.split(" on ")[-1] for name, label, _ in SIDES[:2] if name not in across.sides]
+    if missing:
+        sides += f" No judged spec on the side{'s' if len(missing) > 1 else ''} of {' and '.join(missing)}."
+    return _rest(report, [text, sides, _comparisons(report), _gains(report), _never(report), _apart_text(report)])
+
+
+def _rest(report: Report, parts: list[str]) -> list[str]:
+    """The parts that say something, trimmed, the families not finished said after the last."""
+    parts = [p.strip() for p in parts if p.strip()]
+    parts[-1] += _statuses(report)
+    return parts
 
 
 def _comparisons(report: Report) -> str:
@@ -171,9 +239,12 @@ def _comparisons(report: Report) -> str:
                  f"{p_text(c.p_holm)}" + (f", best possible {p_text(c.best_p)}" if c.best_p is not None else "") + ")"
                  for c in either]
         primary = sum(c.primary for c in comps)
-        family = (f"Holm within the {primary} pre-registered primary comparisons and, apart, the {len(comps) - primary} "
-                  f"exploratory ones" if primary else f"Holm across the {len(comps)} comparisons")
-        text += f" Against simpler rules ({family}): " + "; ".join(parts) + "."
+        family = (f"within the {primary} pre-registered primary comparisons and, apart, the {len(comps) - primary} "
+                  f"exploratory ones" if primary else f"across the {len(comps)} comparisons")
+        text += (f" Against simpler rules (the exact McNemar test counts the specs only one of the two got right; "
+                 f"Holm's adjustment corrects a p for the other tests made beside it, here {family}; best possible: "
+                 f"the smallest p the commitment said, before training, the comparison could reach): "
+                 + "; ".join(parts) + ".")
     same = [f"'{c.rule}'" for c in comps if not c.disagree]
     if same:
         text += (f" It predicts as {', '.join(same)} on every judged spec: "
@@ -234,14 +305,23 @@ def _statuses(report: Report) -> str:
 
 
 def top(report: Report):
-    """What goes above everything, as HTML: the banner and the warnings in boxes, the headline, then
-    one line per family."""
+    """What goes above everything, as HTML: the banner and the warnings in boxes, the headline, the words it
+    uses, then one line per family."""
     from IPython.display import HTML
     parts = [page.box("banner", b) for b in [banner(report), measured_here(report), unchecked(report)] if b]
     parts += [page.box("warning", w) for w in [edited(report), *warnings(report)] if w]
     lines = "".join(f"<li>{page.markup(family_line(report, k))}</li>" for k in report.body["families"])
     return HTML("".join(parts) + f'<p class="shortlist-headline">{page.markup(headline(report))}</p>'
+                f'<p class="shortlist-terms">{page.prose(terms(report))}</p>'
                 f'<ul class="shortlist-families">{lines}</ul>', metadata=marks(report))
+
+
+def statistics_shown(report: Report):
+    """statistics_parts() as an HTML list, a part per item: escaped, bold kept, no italics (a family spec may
+    hold a '*')."""
+    from IPython.display import HTML
+    items = "".join(f"<li>{page.markup(part)}</li>" for part in statistics_parts(report))
+    return HTML(f'<ul class="shortlist-statistics">{items}</ul>')
 
 
 def rules_text(report: Report) -> str:

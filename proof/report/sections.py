@@ -188,7 +188,9 @@ def _notebooks(report: Report):
     return HTML(html.notebook_links(report))
 
 
-SECTIONS = {s.key: s for s in (  # in 03's order
+SECTIONS = {s.key: s for s in (  # in 03's order: under the headline, the gains, then their statistics
+    Section("forest", _forest, figure=lambda r: figures.forest(r.done())),
+    Section("statistics", table=prose.statistics_shown),
     Section("predictions", _predictions, lambda r: tables.predictions_table(r.body)),
     Section("audit", _audit, tables.audit_table),
     Section("outcomes", _outcomes, tables.outcomes_table),
@@ -199,7 +201,6 @@ SECTIONS = {s.key: s for s in (  # in 03's order
     Section("equivalence", _equivalence, tables.equivalence_table),
     Section("curves", _curves, figure=lambda r: figures.curves(r.done())),
     Section("runs", _runs, tables.runs_table),
-    Section("forest", _forest, figure=lambda r: figures.forest(r.done())),
     Section("sides", _sides, tables.sides_table),
     Section("rules", _against, _rules),
     Section("correlations", _correlations, tables.correlations_table, _scatter),

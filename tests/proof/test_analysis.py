@@ -18,7 +18,7 @@ def test_a_gain_of_partial_credit_alone_is_no_real_learning(synthetic):
     a = r.analyses["chain_sum"]
     assert a.learning == "partial credit only" and not a.accuracy_improved and not a.real
     assert a.held and a.judgement.endswith("(partial credit only)")  # "no change" in what the rule is judged on
-    assert "1 significant gain GRPO made: 0 real learning" in report.headline(r)
+    assert "1 significant gain GRPO made: 0 real learning" in report.statistics(r)
     assert report.format_table(r).data.iloc[0]["answer length (chars)"] == "11.0 → 3.0"
 
 
@@ -165,7 +165,7 @@ def test_a_family_the_commitment_does_not_judge_is_trained_and_reported_apart(sy
     assert r.analyses["chain_sum"].distinct == 8 and not r.analyses["chain_sum"].judged
     assert "only 8 distinct unseen evaluation questions" in r.body["not_judged"]["chain_sum"][0]
     assert r.across.judged == ("leg_counting",) and r.across.comparisons[0].hits.n == 1
-    assert "Trained, not judged (as committed; 1): chain_sum (too few evaluation questions)" in report.headline(r)
+    assert "Trained, not judged (as committed; 1): chain_sum (too few evaluation questions)" in report.statistics(r)
     assert "not judged: only 8 distinct" in report.family_line(r, "chain_sum")
     assert "did not hold" not in report.family_line(r, "chain_sum")
     assert r.analyses["chain_sum"].by_question["gain"] == pytest.approx(0.5)  # each of the 8 questions counted once
@@ -184,7 +184,7 @@ def test_the_rule_and_a_simpler_rule_are_compared_where_they_disagree(synthetic)
     text = report.rules_text(r)
     assert "Against 'pass@1 > 0', the rule alone was right on 2 specs and it alone on 0; the rule does better" in text
     assert "'pass@1 > 0', where the rule alone was right on 2 specs and it alone on 0 (exact McNemar p 0.500" in \
-        report.headline(r)
+        report.statistics(r)
     assert "not significant" in text and "rests on 6 judged specs" in text
 
 
@@ -195,7 +195,7 @@ def test_borderline_verdicts_are_counted_apart(synthetic):
     b = report.load(s.out).across.borderline
     assert b["borderline"] == 1 and (b["all"].k, b["all"].n) == (2, 3)
     assert (b["without borderline"].k, b["without borderline"].n) == (1, 2)
-    assert "1 judged verdict was borderline" in report.headline(report.load(s.out))
+    assert "1 judged verdict was borderline" in report.statistics(report.load(s.out))
 
 
 def test_a_judged_spec_whose_training_failed_still_counts_as_failed(synthetic):
@@ -212,7 +212,7 @@ def test_a_judged_spec_whose_training_failed_still_counts_as_failed(synthetic):
     assert a.confusion[True, None] == 1 and a.confusion[False, None] == 1
     by = {c.rule: c for c in a.comparisons}
     assert by["never improves"].hits.n == 3 and by["never improves"].hits.k == 0  # right for no rule
-    assert "2 judged specs failed to train" in report.headline(r)
+    assert "2 judged specs failed to train" in report.statistics(r)
 
 
 def test_primary_comparisons_are_adjusted_among_themselves(synthetic):

@@ -20,9 +20,12 @@ def test_headline_counts_held_failed_and_not_run(synthetic):
                    "leg_counting": {"prediction": "improves", "before": HELD_UP, "after": HELD_UP},
                    "basic_arithmetic": {"failed": "RuntimeError: boom"}}, not_run=["products"])
     r = report.load(s.out)
-    text = report.headline(r)
-    assert text.startswith("**The rule held on 1 of 3 judged specs** (0.33, Wilson 95% CI 0.06–0.79). 1 judged spec "
-                           "failed to train: counted as not held, against the rule on its side (basic_arithmetic).")
+    assert report.headline(r) == ('**The rule held on 1 of 3 judged environments**; it said "improves" on every one, '
+                                  'as always predicting "improves" would, so the two cannot be told apart.')
+    text = report.statistics(r)  # the numbers behind it, in a section of their own
+    assert text.startswith("The rule held on 1 of 3 judged specs (0.33, Wilson 95% CI 0.06–0.79; a Wilson interval")
+    assert ("1 judged spec failed to train: counted as not held, against the rule on its side (basic_arithmetic)."
+            in text)
     assert "Precision on \"improves\": 1 of 3 really learned" in text
     assert ("Of the 1 significant gain GRPO made: 1 real learning (more correct answers than before and than any "
             "policy that does not solve the task), 0 partial credit only, 0 matched by a policy.") in text
@@ -38,14 +41,14 @@ def sentences(text: str) -> list[str]:
     return [t for t in re.split(r"(?<=[.:;])\s+(?=[A-Z'*(])", text.replace("**", "")) if t]
 
 
-def test_each_sentence_of_the_headline_and_the_comparison_text_appears_once(synthetic):
+def test_each_sentence_of_the_statistics_and_the_comparison_text_appears_once(synthetic):
     """Comparators that cannot disagree with the rule, and a family with no significant gain: each thing is said
     once (one sentence for all the comparators alike), and a family's line names what happened in words."""
     s = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP},
                    "leg_counting": {"prediction": "improves", "before": HELD_UP, "after": HELD_UP},
                    "products": {"prediction": "improves", "before": HELD_UP, "after": UP}})
     r = report.load(s.out)
-    for text in (report.headline(r), report.rules_text(r)):
+    for text in (report.statistics(r), report.rules_text(r)):
         said = sentences(text)
         assert len(said) > 3 and len(said) == len(set(said)), text
     assert report.rules_text(r).count("as the rule on every judged spec") == 1  # all such comparators at once
@@ -56,7 +59,8 @@ def test_each_sentence_of_the_headline_and_the_comparison_text_appears_once(synt
 def test_counts_of_one_read_in_the_singular(synthetic):
     s = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP}})
     r = report.load(s.out)
-    assert report.headline(r).startswith("**The rule held on 1 of 1 judged spec** (")
+    assert report.headline(r).startswith("**The rule held on 1 of 1 judged environment**; ")
+    assert report.statistics(r).startswith("The rule held on 1 of 1 judged spec (")
     assert report.confusion_text(r).endswith(" over 1 judged spec.")
 
 
@@ -65,7 +69,8 @@ def test_a_run_where_no_family_has_finished_yet_still_reports(synthetic, tmp_pat
     from proof import runner, settings
     s = synthetic({}, not_run=["chain_sum", "leg_counting"])
     html = runner.report_again(s.out).read_text()
-    assert "<b>No family has finished training yet</b>: there is no outcome to judge. (2 not run.)" in html
+    assert "<b>No environment has finished training yet</b>, so there is nothing to judge.</p>" in html
+    assert "No family has finished training yet: there is no outcome to judge. (2 not run.)" in html
     assert "there is nothing to compare yet" in html and "median (0.000)" not in html  # no median of no spec
     assert "<b>chain_sum</b>: predicted \"improves\" (improves); not run." in html  # no stray markdown
 
@@ -162,7 +167,7 @@ def test_a_corrupt_result_is_shown_as_corrupt(synthetic):
     files.write_json(path, record)
     r = report.load(s.out)
     assert report.status(r, "chain_sum") == "corrupt result: RecordError: held disagrees with the prediction"
-    assert r.done() == [] and "1 corrupt result" in report.headline(r)
+    assert r.done() == [] and "1 corrupt result" in report.statistics(r)
     assert any("its result file is corrupt" in w for w in report.warnings(r))
 
 

@@ -19,6 +19,12 @@ def test_smoke_report_shows_every_table_figure_and_the_hash(smoke_run):
     html = Path(html_path).read_text()
     sha = files.predictions_hash(s.out).read_text().split()[0]
     assert "The rule held on" in html and sha in html
+    # issue 41: the answer in one sentence without the statistics, its words defined where first read (the smoke's
+    # guessable chain_sum: in the terms under the headline, before its line), the statistics a section below
+    headline = re.search(r'<p class="shortlist-headline">(.*?)</p>', html).group(1)
+    assert len(re.findall(r"\.(?:\s|$)", headline)) == 1 and not re.search(r"Wilson|McNemar|Holm|best possible", headline)
+    assert html.lower().index("guessable") == html.index("<i>Guessable</i>") + len("<i>")
+    assert html.index("shortlist-headline") < html.index("The answer in numbers") < html.index("Holm's adjustment")
     for header in ("Predictions, committed before training", "Outcomes on the held-out tasks",
                    "Real learning, or partial credit?", "What the answers looked like", "judged properly",
                    "Reward during training", "Gains with their 95% confidence intervals", "The rule against simpler rules",
