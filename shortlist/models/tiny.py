@@ -86,7 +86,7 @@ def build(dest: Path) -> None:
     from shortlist.sources import source
     transformers.utils.logging.disable_progress_bar()  # save_pretrained's "Writing model shards" bar, on the console
     started = time.monotonic()
-    say(f"building the tiny model, once for this machine, into {dest.parent} (about a minute of CPU; minutes on a "
+    say(f"building the tiny model, once for this machine, into {dest.parent} (about 30 s of CPU; minutes on a "
         f"busy machine): its examples and tokenizer first")
     taught, text = _examples()
     replies = [f"<answer>{t['answer']}</answer>" for t in taught]
