@@ -64,5 +64,11 @@ def train_notebook(out, slug: str) -> Path:
     return notebooks(out) / f"{Path(TRAIN).stem}.{slug}.ipynb"
 
 
+def trained_slug(notebook: Path) -> str | None:
+    """The family slug of an executed 02 (train_notebook's name), or None for another notebook."""
+    stem, name = Path(TRAIN).stem + ".", Path(notebook).name
+    return name[len(stem):-len(".ipynb")] if name.startswith(stem) and name.endswith(".ipynb") else None
+
+
 def report(out) -> Path:
     return Path(out) / "report.html"

@@ -102,15 +102,15 @@ def _family_head(out, sha: str, slug: str) -> str:
 
 
 def _trained(out) -> list[Path]:
-    stem = Path(files.TRAIN).stem + "."
-    return sorted(p for p in files.notebooks(out).glob(stem + "*.ipynb") if not p.name.endswith(".partial.ipynb"))
+    return sorted(p for p in files.notebooks(out).glob(files.train_notebook(out, "*").name)
+                  if not p.name.endswith(".partial.ipynb"))
 
 
 def _previous(out, sha: str, dest: Path) -> str:
     """Where the notebook's chain starts (module docstring)."""
-    stem = Path(files.TRAIN).stem + "."
-    if dest.name.startswith(stem):
-        return _family_head(out, sha, dest.name[len(stem):-len(".ipynb")])
+    slug = files.trained_slug(dest)
+    if slug is not None:
+        return _family_head(out, sha, slug)
     if dest.name == files.REPORT:
         heads = [f"{p.name} {_stored(p).get('head')}" for p in _trained(out)]
         return _digest(" ".join([sha, *heads]).encode())

@@ -161,12 +161,9 @@ def available_memory(device) -> int:
     """Bytes this process can still allocate on a GPU: what the GPU has free plus what torch holds
     unused, and no more than a per-process memory fraction leaves (set_per_process_memory_fraction:
     a T4's 15 GB on a bigger GPU, or a share of one), less what this process already uses."""
-    free, total = torch.cuda.mem_get_info(device)
+    free, _ = torch.cuda.mem_get_info(device)
     allocated = torch.cuda.memory_allocated(device)
-    available = free + torch.cuda.memory_reserved(device) - allocated
-    fraction = getattr(torch.cuda, "get_per_process_memory_fraction", None)  # torch >= 2.9
-    if fraction is not None:
-        available = min(available, int(fraction(device) * total) - allocated)
+    available = min(free + torch.cuda.memory_reserved(device), memory.cap_bytes(device)) - allocated
     return max(0, available)
 
 

@@ -88,14 +88,18 @@ def check(config, batch: int, max_new_tokens: int, fast: bool, gpu_bytes: int, c
 
 
 def usable_bytes() -> int | None:
-    """This process's share of GPU 0's memory (a per-process fraction, as a 15 GiB cap on a larger GPU sets it),
-    or None without a GPU."""
+    """This process's share of GPU 0's memory (cap_bytes), or None without a GPU."""
     import torch
-    if not torch.cuda.is_available():
-        return None
-    total = torch.cuda.mem_get_info(0)[1]
+    return cap_bytes(0) if torch.cuda.is_available() else None
+
+
+def cap_bytes(device) -> int:
+    """A GPU's memory as far as this process may take it: all of it, or the per-process fraction set on it
+    (set_per_process_memory_fraction: a 15 GiB cap on a larger GPU, or a share of one)."""
+    import torch
+    total = torch.cuda.mem_get_info(device)[1]
     fraction = getattr(torch.cuda, "get_per_process_memory_fraction", None)  # torch >= 2.9
-    return int(total * (fraction(0) if fraction is not None else 1.0))
+    return int(total * (fraction(device) if fraction is not None else 1.0))
 
 
 def out_of_memory(e: BaseException) -> bool:
