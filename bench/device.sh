@@ -19,6 +19,12 @@
 #                                         second screen, the proof (after model-1 and model-2)
 #   wait22 S   (none)                     waits up to S seconds, then brings back what it wrote (refuses at
 #                                         once on a fresh machine: the last one went back between calls)
+#   steps      .whl                       issue 39's profile (after model-1 and model-2), in the background: one family
+#                                         alone (STEPS_ALONE steps), then 8 families under MPS (STEPS_SHARED steps),
+#                                         each family's step split into generation, scoring and the rest
+#                                         (proof/steptime.py) by bench/throughput.py (then waitsteps)
+#   waitsteps S (none)                    waits up to S seconds, then brings back both JSONs, the families' results
+#                                         and the logs
 #   share      (none)                     bench/archive/share_probe.py: decode of 1 and 8 processes, time-sliced and
 #                                         under MPS (bench/results/sharing.h200.json)
 #   MPS=1 before start22/resume22: the jobs share the GPU through CUDA's multi-process service
@@ -266,6 +272,36 @@ EOS
        throughput.catalog.json started finished 2>/dev/null)
     tar -czf "$OUT/logs.tgz" -C /root logs
     ls -la "$OUT"; tail -n 6 /root/logs/catalog3.log /root/logs/selection.log; tail -n 3 /root/logs/gpu.log ;;
+  steps)
+    install
+    [ -d /root/smollm2 ] || env $PINNED python3 /root/gguf-to-hf /root/smollm2.gguf /root/smollm2 || exit 1
+    mkdir -p /root/logs /root/repo /root/sp
+    tar --exclude=./.whl --exclude=./.device-model --exclude=./.device -cf - . | tar -xf - -C /root/repo
+    versions $PINNED; monitor
+    # the first 8 specs of examples/smollm2-22 (issue 39's 8), split at the commas outside parentheses
+    eight=$(python3 -c "import re; print(', '.join(re.split(r',\s*(?![^()]*\))', open('examples/smollm2-22/families.txt').read().strip())[:8]))")
+    cat > /root/steps.sh <<EOS
+cd /root/repo && export $PINNED_REPO HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
+export SHORTLIST_COMMIT=${SHORTLIST_COMMIT:-unknown}
+date +%s > /root/sp/started
+python3 bench/throughput.py --model /root/smollm2 --trainee smollm2 --families "chain_sum(max_digits=1, max_terms=2)" \\
+  --modes 1 --set steps=${STEPS_ALONE:-20} --out /root/sp/alone --json /root/sp/alone.json > /root/logs/alone.log 2>&1
+python3 bench/throughput.py --model /root/smollm2 --trainee smollm2 --families "$eight" \\
+  --modes 8mps --set steps=${STEPS_SHARED:-30} --out /root/sp/shared --json /root/sp/shared.json > /root/logs/shared.log 2>&1
+date +%s > /root/sp/finished
+EOS
+    setsid nohup bash /root/steps.sh > /root/logs/steps.log 2>&1 &
+    sleep 10; tail -n 3 /root/logs/*.log ;;
+  waitsteps)
+    [ -f /root/sp/started ] || { echo "no run on this machine: it is a fresh one (the last went back); start again"; exit 3; }
+    end=$((SECONDS + ${2:-540}))
+    while [ ! -f /root/sp/finished ] && [ $SECONDS -lt $end ]; do sleep 5; done
+    [ -f /root/sp/finished ] && echo "steps finished" || echo "steps still running after ${SECONDS} s"
+    (cd /root/sp && tar -czf "$OUT/steps.tgz" --exclude=compile --exclude=checkpoints --exclude=adapter \
+       started finished alone.json shared.json alone/*/families alone/*/predictions.json shared/*/families \
+       shared/*/predictions.json 2>/dev/null)
+    tar -czf "$OUT/logs.tgz" -C /root logs
+    cat /root/sp/*.json 2>/dev/null | head -c 6000; tail -n 3 /root/logs/alone.log /root/logs/shared.log ;;
   share)
     # how jobs share the GPU: decode throughput of 1 and N processes, time-sliced and under MPS (no model, no wheels)
     export TORCHINDUCTOR_CACHE_DIR=/tmp/ind; mkdir -p "$OUT"

@@ -84,6 +84,22 @@ def results(folder: Path) -> dict[str, dict]:
             if output.read_json(p).get("status") == "done"}
 
 
+def phases(done) -> dict:
+    """Where a family's seconds went, the median over the mode's families: the evaluations, the first step
+    (compilation), and a later step split into generation, scoring and the rest (proof/steptime.py)."""
+    def median(values):
+        values = [v for v in values if isinstance(v, (int, float))]
+        return round(statistics.median(values), 3) if values else None
+    t = [r["timings"] for r in done]
+    split = [x.get("step_parts", {}).get("median") or {} for x in t]
+    first = [x.get("step_parts", {}).get("first") or {} for x in t]
+    return {"eval_before_s": median(x.get("eval_before_s") for x in t),
+            "first_step_s": median(x.get("first_step_s") for x in t),
+            "train_s": median(x.get("train_s") for x in t), "eval_after_s": median(x.get("eval_after_s") for x in t),
+            "first_step": {k: median(f.get(k) for f in first) for k in ("generation_s", "scoring_s", "rest_s")},
+            "step": {k: median(x.get(k) for x in split) for k in ("step_s", "generation_s", "scoring_s", "rest_s")}}
+
+
 def measure(folder: Path, base: dict[str, dict] | None) -> dict:
     done = results(folder)
     if not done:
@@ -93,7 +109,8 @@ def measure(folder: Path, base: dict[str, dict] | None) -> dict:
     span = max(ends) - min(starts)
     out = {"families": len(done), "span_s": round(span, 1),
            "families_per_hour": round(len(done) * 3600 / span, 1) if span > 0 else None,
-           "median_step_s": round(statistics.median(r["timings"]["median_step_s"] for r in done.values()), 3)}
+           "median_step_s": round(statistics.median(r["timings"]["median_step_s"] for r in done.values()), 3),
+           "phases_median_s": phases(done.values())}
     if base is not None:
         common = sorted(set(done) & set(base))
         differ = [k for k in common if (done[k]["before"]["scores"], done[k]["after"]["scores"]) !=

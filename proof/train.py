@@ -21,8 +21,8 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from proof import (adapter, checkpoint, commit, evaluate, fast_grpo, files, records, seal, stats, trl_internals,
-                   verify)
+from proof import (adapter, checkpoint, commit, evaluate, fast_grpo, files, records, seal, stats, steptime,
+                   trl_internals, verify)
 from proof.records import Evaluation, FamilyResult
 from proof.settings import Settings
 from shortlist import audit, executors, output, provenance, scoring, sources
@@ -59,10 +59,13 @@ def grpo_config(settings: Settings, output_dir: str):
     return config
 
 
-def reward_function(scorer: scoring.Scorer, family: Family, trainee: Trainee):
+def reward_function(scorer: scoring.Scorer, family: Family, trainee: Trainee, clock: steptime.StepClock | None = None):
     def reward(prompts, completions, seed, **_):
         texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]
-        return scorer.score(family, seed, [trainee.clean(t) for t in texts])
+        if clock is None:
+            return scorer.score(family, seed, [trainee.clean(t) for t in texts])
+        with clock.part("scoring_s"):
+            return scorer.score(family, seed, [trainee.clean(t) for t in texts])
     return reward
 
 
@@ -84,9 +87,10 @@ def _plus(a: dict, b: dict, sign: int = 1) -> dict:
     return {k: a.get(k, 0) + sign * b.get(k, 0) for k in a.keys() | b.keys()}
 
 
-def bookkeeping_callback(scorer: scoring.Scorer, key: str, prior: dict, log, checkpoints: Path):
+def bookkeeping_callback(scorer: scoring.Scorer, key: str, prior: dict, log, checkpoints: Path,
+                         clock: steptime.StepClock | None = None):
     """Puts checkpoint.PROGRESS into every checkpoint the Trainer stages and publishes it whole into checkpoints;
-    times the first step (compilation shows there)."""
+    times the first step (compilation shows there), and each step on clock (where its seconds go)."""
     from transformers import TrainerCallback
 
     class Bookkeeper(TrainerCallback):
@@ -105,7 +109,13 @@ def bookkeeping_callback(scorer: scoring.Scorer, key: str, prior: dict, log, che
             log(f"{key}: trainer ready ({self.begun - self.started:.0f} s); step {state.global_step + 1} of "
                 f"{state.max_steps} under way")
 
+        def on_step_begin(self, args, state, control, **kwargs):
+            if clock is not None:
+                clock.begin()
+
         def on_step_end(self, args, state, control, **kwargs):
+            if clock is not None:
+                clock.end()
             if self.first_step_s is None:
                 self.first_step_s = time.perf_counter() - self.started
 
@@ -173,9 +183,11 @@ def train(loaded: sampling.Loaded, settings: Settings, family: Family, rows: lis
     folder = Path(checkpoints)
     resume = checkpoint.resumable(folder, log)
     prior = files.read_json(resume / checkpoint.PROGRESS) if resume else {}  # whole: checkpoint.complete() read it
-    keeper = bookkeeping_callback(scorer, family.key, prior, log, folder)
+    clock = steptime.StepClock()
+    keeper = bookkeeping_callback(scorer, family.key, prior, log, folder, clock)
     arguments = dict(
-        model=loaded.model, processing_class=loaded.tokenizer, reward_funcs=[reward_function(scorer, family, trainee)],
+        model=loaded.model, processing_class=loaded.tokenizer,
+        reward_funcs=[reward_function(scorer, family, trainee, clock)],
         args=grpo_config(settings, str(folder / checkpoint.STAGING)), train_dataset=dataset, callbacks=[keeper],
         peft_config=LoraConfig(r=settings.lora_r, lora_alpha=settings.lora_alpha, target_modules="all-linear",
                                task_type="CAUSAL_LM"))
@@ -188,13 +200,16 @@ def train(loaded: sampling.Loaded, settings: Settings, family: Family, rows: lis
         else:
             trainer = GRPOTrainer(**arguments)
         trainer.remove_callback(PrinterCallback)  # the bookkeeper logs a short line instead of every metric
+        generation_timed = trl_internals.timed_generation(trainer, clock)
         if resume:
             books.resumed_at_step = int(checkpoint.CHECKPOINT.fullmatch(resume.name).group(1))
             log(f"{family.key}: resumed at step {books.resumed_at_step} of {settings.steps} (from {resume})")
         run_trainer(trainer, resume, folder)
     if keep is not None:
         adapter.save(trainer, keep)
-    books.timings |= {"train_s": keeper.train_s(), "first_step_s": keeper.first_step_s}
+    # where this process's steps went (a resumed run's earlier steps are not in it); untimed generation is in "rest"
+    books.timings |= {"train_s": keeper.train_s(), "first_step_s": keeper.first_step_s,
+                      "step_parts": clock.summary() | {"generation_timed": generation_timed}}
     books.scoring = _plus(books.scoring, keeper.scoring())
     if books.trainer == "fast":
         trainer.engine.sync(trainer.model)  # the copy is the trained model, merged and already compiled

@@ -8,6 +8,8 @@ overrides two private methods of GRPOTrainer and reads some of its attributes:
 - `_build_accelerator_args(**kw)`, whose "dynamo_plugin" carries torch_compile's options;
 - the trainer's `use_vllm`, `use_transformers_continuous_batching`, `generation_config`,
   `max_completion_length`, `eos_token_ids`, `_tokenizer` and `state.global_step`;
+- `_generate(prompts)`, timed (not changed) for the step's split between generation and the rest
+  (timed_generation: proof/steptime.py);
 - and GRPOConfig's `_n_gpu`, set to at most 1: GRPOTrainer cannot use nn.DataParallel, which Trainer
   picks when one process sees several GPUs (Run All on Kaggle's T4 x2).
 gate() keeps the fast trainer off outside the TRL releases it was verified on, or where these are
@@ -95,6 +97,20 @@ def fast_trainer(engine_copy, generate, **kwargs):
             return ids, None
 
     return FastGRPOTrainer(**kwargs)
+
+
+def timed_generation(trainer, clock) -> bool:
+    """Times every call of the trainer's _generate (the completions of a step: the fast engine's or TRL's own)
+    as clock's "generation_s"; False, and nothing changed, where this TRL has no _generate(prompts)."""
+    method = getattr(trainer, "_generate", None)
+    if method is None or tuple(inspect.signature(method).parameters) != ("prompts",):
+        return False
+
+    def generate(prompts):
+        with clock.part("generation_s"):
+            return method(prompts)
+    trainer._generate = generate
+    return True
 
 
 @contextmanager

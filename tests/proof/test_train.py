@@ -34,6 +34,12 @@ def test_result_file_holds_everything_the_report_needs(run):
     t = result.timings
     assert t["train_s"] > 0 and 0 < t["median_step_s"] <= t["train_s"] and t["eval_before_s"] > 0
     assert t["seconds_per_step"] == t["train_s"] / s.steps and t["resumed_at_step"] is None
+    # where each step went: every step timed, generation and scoring inside it, the rest what is left
+    parts = t["step_parts"]
+    assert parts["steps"] == s.steps and parts["generation_timed"] is True
+    for split in (parts["first"], parts["median"]):
+        assert split["generation_s"] > 0 and split["scoring_s"] > 0 and split["rest_s"] >= 0
+        assert split["generation_s"] + split["scoring_s"] <= split["step_s"] + 0.002  # rounded to the ms
     # every answer scored in this family's run: before, GRPO's group x prompts per step, after
     assert result.scoring["answers"] == 2 * s.eval_n + s.steps * s.prompts_per_step * s.group
     assert set(result.engine) == {"before", "train", "after"}

@@ -175,3 +175,35 @@ def test_the_renamed_alias_is_what_trl_still_touches_and_only_its_warning_is_sil
         return [str(w.message) for w in seen if issubclass(w.category, FutureWarning)]
     assert any("gradient_checkpointing" in m for m in made(contextlib.nullcontext))
     assert made(trl_internals.renamed_alias) == ["another FutureWarning"]
+
+
+def test_timed_generation_times_the_trainers_own_generate_and_leaves_what_it_returns(grpo_trainer):
+    """The contract proof/steptime.py leans on: GRPOTrainer._generate(prompts) exists, and timing it changes
+    nothing it returns (the same seed, the same completions)."""
+    from proof import steptime
+    trainer, _ = grpo_trainer
+    prompts = [SMOKE.messages("What is 1 + 1?")] * 2
+    torch.manual_seed(3)
+    plain = trainer._generate(prompts)
+    clock = steptime.StepClock()
+    assert trl_internals.timed_generation(trainer, clock) is True
+    try:
+        clock.begin()
+        torch.manual_seed(3)
+        timed = trainer._generate(prompts)
+        clock.end()
+    finally:
+        del trainer._generate  # the class's own again, for the module's other tests
+    assert repr(timed) == repr(plain)
+    assert 0 < clock.steps[0]["generation_s"] <= clock.steps[0]["step_s"]
+
+
+def test_timed_generation_changes_nothing_where_trl_has_no_generate_of_prompts():
+    from proof import steptime
+
+    class Other:
+        def _generate(self, prompts, images):
+            return prompts
+    other = Other()
+    assert trl_internals.timed_generation(object(), steptime.StepClock()) is False
+    assert trl_internals.timed_generation(other, steptime.StepClock()) is False and "_generate" not in vars(other)
