@@ -21,9 +21,9 @@ busy, and hands each job's end to the caller as it comes, in the caller's thread
 
 Every job process starts through the launcher (`python -m shortlist.executors.launcher ... -m MODULE`): it
 dies with its parent (PR_SET_PDEATHSIG) and runs in a session of its own, so a Ctrl-C reaches only
-the batch, which stops every job (every process of its tree, killed: stop()), and a kill -9 of the
-batch takes every job with it, down to the notebooks' kernels. One run per output
-folder: one_run() holds a lock under it for the whole run.
+the batch, which stops every job (every process of its tree, killed and ended: stop()) and its own
+helpers before it exits (exit()), and a kill -9 of the batch takes every job with it, down to the
+notebooks' kernels. One run per output folder: one_run() holds a lock under it for the whole run.
 
 The room: placement (the flags, and the executor they start), protocol (what every executor does),
 local, ray_cluster, sizing (--per-gpu auto), jobs (a job and where it ran), launcher (a job's

@@ -7,6 +7,8 @@ import sys
 import threading
 from contextlib import contextmanager
 
+from shortlist.executors.kill import stop_descendants
+
 
 class Stopped(KeyboardInterrupt):
     """SIGINT or SIGTERM, raised in the main thread (stop_on_signals): every job is stopped on the way out.
@@ -43,9 +45,12 @@ def stop_on_signals():
 
 def exit(code: int) -> None:
     """A command's end: sys.exit, but a stopped run (130, 143) leaves at once, its lines flushed:
-    Python's teardown of what the batch imported (torch, Reasoning Gym) took 5 s more, measured."""
+    Python's teardown of what the batch imported (torch, Reasoning Gym) took 5 s more, measured. Its own
+    helpers go first, killed and ended: os._exit skips the exit hooks that close them, and a task builder
+    left to notice its closed stdin ran its own teardown after the batch had exited."""
     if code in (130, 143):
         sys.stdout.flush()
         sys.stderr.flush()
+        stop_descendants()
         os._exit(code)
     sys.exit(code)
