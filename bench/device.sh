@@ -19,7 +19,7 @@
 #                                         second screen, the proof (after model-1 and model-2)
 #   wait22 S   (none)                     waits up to S seconds, then brings back what it wrote (refuses at
 #                                         once on a fresh machine: the last one went back between calls)
-#   steps      .whl                       issue 39's profile (after model-1 and model-2), in the background: one family
+#   steps      .whl                       (SHORTLIST_COMMIT=the commit the tree is at) issue 39's profile (after model-1 and model-2), in the background: one family
 #                                         alone (STEPS_ALONE steps), then 8 families under MPS (STEPS_SHARED steps),
 #                                         each family's step split into generation, scoring and the rest
 #                                         (proof/steptime.py) by bench/throughput.py (then waitsteps)

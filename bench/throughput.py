@@ -164,8 +164,10 @@ def main() -> int:
         raise SystemExit("--families: needed to train at --modes (or --modes '' to time the catalog alone)")
     a.out.mkdir(parents=True, exist_ok=True)  # the catalog's log goes here even when no mode trains
     report = output.read_json(a.json) if a.json.exists() else {}
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip() or \
-        os.environ.get("SHORTLIST_COMMIT")  # a copy of the tree without .git (the GPU machine's) says it
+    # SHORTLIST_COMMIT first: a copied tree's .git may be another commit's (the GPU machine's copy said 1f60db2
+    # for 7df013e's tree), as bench/realsize.py reads it
+    commit = os.environ.get("SHORTLIST_COMMIT") or subprocess.run(
+        ["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip() or "unknown"
     report |= {"command": " ".join(sys.argv), "commit": commit, "versions": provenance.versions(),
                "device": provenance.device(), "modes": report.get("modes", {})}
     first = a.out / modes[0] if modes else None
