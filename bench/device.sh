@@ -10,7 +10,8 @@
 #   setup      .whl                       the pinned wheels (transformers apart, so that the image's
 #                                         own 5.17 can be tried), the HF folder, the engine under
 #                                         5.17 and 5.24
-#   realsize   .whl (if the machine is fresh)  bench/realsize.py at the Qwen3-0.6B shape, alone
+#   realsize   .whl (if the machine is fresh)  bench/realsize.py at the Qwen3-0.6B shape, alone (REALSIZE_ARGS: more
+#                                         of its flags, e.g. a short run: "--steps 4 --seed-steps 2 --budget-s 300")
 #   memory     .whl                       the allocator's A/B at that shape under 15 GiB (issue 44; MEMORY_S=240)
 #   start      (none)                     in the background: the proof on SmolLM2 (3 easy families),
 #                                         the catalog screen, and the prompt candidates
@@ -108,7 +109,7 @@ case "${1:?step}" in
   realsize)
     install
     versions $PINNED
-    env $PINNED SHORTLIST_COMMIT="${SHORTLIST_COMMIT:-unknown}" python3 bench/realsize.py --out "$OUT" --memory-gb 15 ;;
+    env $PINNED SHORTLIST_COMMIT="${SHORTLIST_COMMIT:-unknown}" python3 bench/realsize.py --out "$OUT" --memory-gb 15 ${REALSIZE_ARGS:-} ;;
   memory)
     # issue 44's allocator, A/B in one command: two families of ours at once on one GPU (each capped at a T4's
     # 15 GiB), PyTorch's default allocator against shortlist.models.memory.allocator()'s expandable segments;
