@@ -1,5 +1,8 @@
 """Where a GRPO step's seconds go: generating the completions, scoring them with the family's reward, and
-the rest (the log-probabilities, the loss, backward and the optimizer), per optimizer step.
+the rest (TRL's own work around them: padding, advantages, metrics; the log-probabilities, the loss, backward
+and the optimizer), per optimizer step. Each part's median is taken on its own: the medians need not add up.
+With the protocol's settings (steps_per_generation = gradient accumulation, one iteration) a step generates
+once; settings that generate every few steps would show steps with no generation.
 
 The trainer's generation is timed around TRL's `_generate` (proof/trl_internals.timed_generation: the fast
 engine's weight sync and sampling, or TRL's own generate), the scoring around the reward function; the

@@ -205,6 +205,8 @@ def train(loaded: sampling.Loaded, settings: Settings, family: Family, rows: lis
             books.resumed_at_step = int(checkpoint.CHECKPOINT.fullmatch(resume.name).group(1))
             log(f"{family.key}: resumed at step {books.resumed_at_step} of {settings.steps} (from {resume})")
         run_trainer(trainer, resume, folder)
+        if generation_timed:  # the wrapper holds the trainer (a cycle): its GPU buffers go with the trainer
+            del trainer._generate
     if keep is not None:
         adapter.save(trainer, keep)
     # where this process's steps went (a resumed run's earlier steps are not in it); untimed generation is in "rest"

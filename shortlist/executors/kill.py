@@ -26,11 +26,21 @@ def stop(procs: list[subprocess.Popen]) -> None:
     _ended(tree)
 
 
-def stop_descendants() -> None:
-    """Every process below this one killed, and seen to end: a stopped batch's own helpers (a task
+def stop_descendants(spare: set[int] = frozenset()) -> None:
+    """Every process below this one but spare killed, and seen to end: a stopped batch's own helpers (a task
     builder, a scorer), which a batch leaving by os._exit would not close (signals.exit)."""
     me = os.getpid()
-    _ended(_killed(set(descendants(me)), lambda: set(descendants(me))))
+    _ended(_killed(set(descendants(me)) - spare, lambda: set(descendants(me)) - spare))
+
+
+def resource_tracker() -> set[int]:
+    """multiprocessing's resource tracker, if this process started one: to be spared, since it unlinks the named
+    semaphores a spawn queue or pool left once this process is gone (killed, they stay in /dev/shm until a
+    reboot). Its pid is a private attribute of the stdlib's tracker; tests/shortlist/test_placement.py holds
+    the contract (a stopped command leaves no semaphore)."""
+    from multiprocessing import resource_tracker as tracker
+    pid = getattr(getattr(tracker, "_resource_tracker", None), "_pid", None)
+    return {pid} if isinstance(pid, int) else set()
 
 
 def _killed(found: set[int], below) -> set[int]:

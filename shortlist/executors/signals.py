@@ -7,7 +7,7 @@ import sys
 import threading
 from contextlib import contextmanager
 
-from shortlist.executors.kill import stop_descendants
+from shortlist.executors.kill import resource_tracker, stop_descendants
 
 
 class Stopped(KeyboardInterrupt):
@@ -47,10 +47,15 @@ def exit(code: int) -> None:
     """A command's end: sys.exit, but a stopped run (130, 143) leaves at once, its lines flushed:
     Python's teardown of what the batch imported (torch, Reasoning Gym) took 5 s more, measured. Its own
     helpers go first, killed and ended: os._exit skips the exit hooks that close them, and a task builder
-    left to notice its closed stdin ran its own teardown after the batch had exited."""
+    left to notice its closed stdin ran its own teardown after the batch had exited. A second Ctrl-C or
+    SIGTERM meanwhile is ignored: it would cut that short. multiprocessing's resource tracker is spared: it
+    unlinks the semaphores left behind once this process is gone."""
     if code in (130, 143):
+        if threading.current_thread() is threading.main_thread():  # only there can handlers be set
+            for s in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(s, signal.SIG_IGN)
         sys.stdout.flush()
         sys.stderr.flush()
-        stop_descendants()
+        stop_descendants(spare=resource_tracker())
         os._exit(code)
     sys.exit(code)

@@ -212,6 +212,27 @@ def test_a_stopped_command_leaves_no_helper_of_its_own_behind():
     assert len(pids) == 2 and left == []
 
 
+SEMAPHORES = """
+import multiprocessing, sys
+from shortlist import executors
+queue = multiprocessing.get_context("spawn").SimpleQueue()  # named semaphores the resource tracker registers
+print(queue._rlock._semlock.name, flush=True)
+executors.exit(130)
+"""
+
+
+def test_a_stopped_command_leaves_no_named_semaphore_behind():
+    """exit(130) kills the command's helpers but not multiprocessing's resource tracker, which unlinks the
+    semaphores a spawn queue left once the command is gone (killed, they stayed in /dev/shm until a reboot)."""
+    ran = subprocess.run([sys.executable, "-c", SEMAPHORES], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 130, ran.stderr
+    shm = Path("/dev/shm") / f"sem.{ran.stdout.strip().lstrip('/')}"
+    deadline = time.monotonic() + 10
+    while shm.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not shm.exists()
+
+
 def test_a_job_whose_parent_died_before_it_could_watch_does_not_run(jobs, tmp_path):
     make, out = jobs
     done = subprocess.run(executors.launcher("job", [str(out), "orphan", "0"], parent=1, gpu=False))
