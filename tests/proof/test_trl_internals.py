@@ -13,6 +13,10 @@ SMOKE = settings_.make("smoke").profile.for_source("reasoning_gym")  # the qwen3
 
 @pytest.fixture(scope="module")
 def grpo_trainer(tmp_path_factory):
+    return _grpo_trainer(tmp_path_factory.mktemp("grpo"))
+
+
+def _grpo_trainer(folder):
     """A GRPOTrainer on a fresh tiny model whose own generation_config disagrees with everything."""
     from datasets import Dataset
     from trl import GRPOTrainer
@@ -23,7 +27,7 @@ def grpo_trainer(tmp_path_factory):
     dataset = Dataset.from_list([{"prompt": SMOKE.messages("What is 1 + 1?"), "seed": 0}] * 8)
     trainer = GRPOTrainer(model=loaded.model, processing_class=loaded.tokenizer,
                           reward_funcs=[lambda completions, **_: [0.0] * len(completions)],
-                          args=train.grpo_config(settings, str(tmp_path_factory.mktemp("grpo"))), train_dataset=dataset)
+                          args=train.grpo_config(settings, str(folder)), train_dataset=dataset)
     return trainer, loaded
 
 
@@ -177,11 +181,12 @@ def test_the_renamed_alias_is_what_trl_still_touches_and_only_its_warning_is_sil
     assert made(trl_internals.renamed_alias) == ["another FutureWarning"]
 
 
-def test_timed_generation_times_the_trainers_own_generate_and_leaves_what_it_returns(grpo_trainer):
+def test_timed_generation_times_the_trainers_own_generate_and_leaves_what_it_returns(tmp_path):
     """The contract proof/steptime.py leans on: GRPOTrainer._generate(prompts) exists, and timing it changes
-    nothing it returns (the same seed, the same completions)."""
+    nothing it returns (the same seed, the same completions). A trainer of its own: generating needs the
+    accelerator state its construction set, which other tests in a worker may have reset since."""
     from proof import steptime
-    trainer, _ = grpo_trainer
+    trainer, _ = _grpo_trainer(tmp_path)
     prompts = [SMOKE.messages("What is 1 + 1?")] * 2
     torch.manual_seed(3)
     plain = trainer._generate(prompts)
@@ -193,7 +198,7 @@ def test_timed_generation_times_the_trainers_own_generate_and_leaves_what_it_ret
         timed = trainer._generate(prompts)
         clock.end()
     finally:
-        del trainer._generate  # the class's own again, for the module's other tests
+        del trainer._generate  # the class's own again
     assert repr(timed) == repr(plain)
     assert 0 < clock.steps[0]["generation_s"] <= clock.steps[0]["step_s"]
 
