@@ -89,6 +89,15 @@ monitor() {
   setsid nohup bash -c 'while true; do echo "$(date +%s) $(cat /proc/loadavg)"; sleep 15; done' > /root/logs/load.log 2>&1 &
 }
 
+# wait_run DIR S NAME: a run started in the background on this machine (DIR/started), waited for up to S seconds
+# (DIR/finished); a fresh machine (the last went back between calls) holds none: said at once, exit 3
+wait_run() {
+  [ -f "$1/started" ] || { echo "no run on this machine: it is a fresh one (the last went back); start again"; exit 3; }
+  local end=$((SECONDS + $2))
+  while [ ! -f "$1/finished" ] && [ $SECONDS -lt $end ]; do sleep 5; done
+  [ -f "$1/finished" ] && echo "$3 finished" || echo "$3 still running after ${SECONDS} s"
+}
+
 versions() { env "$@" python3 -c "import torch, transformers, trl; print('torch', torch.__version__, 'transformers', transformers.__version__, 'trl', trl.__version__)"; }
 
 case "${1:?step}" in
@@ -195,14 +204,11 @@ EOS
     sleep 20; tail -n 3 /root/logs/*.log ;;
   wait22)
     # a fresh machine (the last one went back between two calls) holds no run: say so at once, not after S seconds
-    [ -f /root/runs/started ] || { echo "no run on this machine: it is a fresh one (the last went back); start again"; exit 3; }
     # waits up to S seconds, then brings back what the run has written: the catalog, the selection, the
     # second screen, and the proof's committed predictions, results, notebooks and report (not its
     # checkpoints or compile cache: over what one command brings back; an unfinished family restarts
     # its training from its stored evaluation in a later session)
-    end=$((SECONDS + ${2:-540}))
-    while [ ! -f /root/runs/finished ] && [ $SECONDS -lt $end ]; do sleep 10; done
-    [ -f /root/runs/finished ] && echo "run22 finished" || echo "run22 still running after ${SECONDS} s"
+    wait_run /root/runs "${2:-540}" run22
     nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv
     (cd /root/runs && tar -czf "$OUT/catalog.tgz" --exclude=compile catalog 2>/dev/null)
     (cd /root/runs && tar -czf "$OUT/proof.tgz" selection.json families.txt second_screen.json started finished \
@@ -236,10 +242,7 @@ EOS
     setsid nohup bash /root/run3.sh > /root/logs/run3.log 2>&1 &
     sleep 20; tail -n 3 /root/logs/*.log ;;
   wait3)
-    [ -f /root/v3/started ] || { echo "no run on this machine: it is a fresh one (the last went back); start again"; exit 3; }
-    end=$((SECONDS + ${2:-540}))
-    while [ ! -f /root/v3/finished ] && [ $SECONDS -lt $end ]; do sleep 10; done
-    [ -f /root/v3/finished ] && echo "v3 finished" || echo "v3 still running after ${SECONDS} s"
+    wait_run /root/v3 "${2:-540}" v3
     (cd /root/v3 && tar -czf "$OUT/v3.tgz" --exclude=compile --exclude='proof/work/*/checkpoints' . 2>/dev/null)
     tar -czf "$OUT/logs.tgz" -C /root logs
     ls -la "$OUT"; tail -n 4 /root/logs/*.log ;;
@@ -265,10 +268,7 @@ EOS
     setsid nohup bash /root/catalog3.sh > /root/logs/run3.log 2>&1 &
     sleep 15; tail -n 3 /root/logs/*.log ;;
   waitc3)
-    [ -f /root/v3/started ] || { echo "no run on this machine: it is a fresh one (the last went back); start again"; exit 3; }
-    end=$((SECONDS + ${2:-540}))
-    while [ ! -f /root/v3/finished ] && [ $SECONDS -lt $end ]; do sleep 5; done
-    [ -f /root/v3/finished ] && echo "catalog3 finished" || echo "catalog3 still running after ${SECONDS} s"
+    wait_run /root/v3 "${2:-540}" catalog3
     (cd /root/v3 && tar -czf "$OUT/catalog3.tgz" --exclude=compile catalog selection.json families.txt \
        throughput.catalog.json started finished 2>/dev/null)
     tar -czf "$OUT/logs.tgz" -C /root logs
@@ -294,10 +294,7 @@ EOS
     setsid nohup bash /root/steps.sh > /root/logs/steps.log 2>&1 &
     sleep 10; tail -n 3 /root/logs/*.log ;;
   waitsteps)
-    [ -f /root/sp/started ] || { echo "no run on this machine: it is a fresh one (the last went back); start again"; exit 3; }
-    end=$((SECONDS + ${2:-540}))
-    while [ ! -f /root/sp/finished ] && [ $SECONDS -lt $end ]; do sleep 5; done
-    [ -f /root/sp/finished ] && echo "steps finished" || echo "steps still running after ${SECONDS} s"
+    wait_run /root/sp "${2:-540}" steps
     (cd /root/sp && tar -czf "$OUT/steps.tgz" --exclude=compile --exclude=checkpoints --exclude=adapter \
        started finished alone.json shared.json alone/*/families alone/*/predictions.json shared/*/families \
        shared/*/predictions.json 2>/dev/null)

@@ -18,6 +18,7 @@ import random
 import shutil
 import time
 import warnings
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,12 +60,10 @@ def grpo_config(settings: Settings, output_dir: str):
     return config
 
 
-def reward_function(scorer: scoring.Scorer, family: Family, trainee: Trainee, clock: steptime.StepClock | None = None):
+def reward_function(scorer: scoring.Scorer, family: Family, trainee: Trainee, clock=None):
     def reward(prompts, completions, seed, **_):
         texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]
-        if clock is None:
-            return scorer.score(family, seed, [trainee.clean(t) for t in texts])
-        with clock.part("scoring_s"):
+        with clock.part("scoring_s") if clock is not None else nullcontext():
             return scorer.score(family, seed, [trainee.clean(t) for t in texts])
     return reward
 
@@ -91,6 +90,7 @@ def bookkeeping_callback(scorer: scoring.Scorer, key: str, prior: dict, log, che
                          clock: steptime.StepClock | None = None):
     """Puts checkpoint.PROGRESS into every checkpoint the Trainer stages and publishes it whole into checkpoints;
     times the first step (compilation shows there), and each step on clock (where its seconds go)."""
+    clock = clock or steptime.StepClock()  # where none is given, one nobody reads
     from transformers import TrainerCallback
 
     class Bookkeeper(TrainerCallback):
@@ -110,12 +110,10 @@ def bookkeeping_callback(scorer: scoring.Scorer, key: str, prior: dict, log, che
                 f"{state.max_steps} under way")
 
         def on_step_begin(self, args, state, control, **kwargs):
-            if clock is not None:
-                clock.begin()
+            clock.begin()
 
         def on_step_end(self, args, state, control, **kwargs):
-            if clock is not None:
-                clock.end()
+            clock.end()
             if self.first_step_s is None:
                 self.first_step_s = time.perf_counter() - self.started
 
