@@ -61,6 +61,10 @@ def load(name: str, on: str | None = None) -> Loaded:
     tokenizer = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(on or device())
     model.eval()
+    # frozen, as the engine's copy of a model in training is (proof/fast_grpo.py): sampling needs no gradients, LoRA
+    # trains weights of its own, and a compiled graph is keyed by its inputs' requires_grad, so a process that
+    # samples this model first finds in the compile cache the decode graph an earlier process's GRPO compiled
+    model.requires_grad_(False)
     prepare(model, tokenizer)
     revision = tiny.fingerprint(tiny.path()) if name == tiny.NAME else hf_internals.revision(model.config)
     return Loaded(model, tokenizer, {"name": name, "path": path, "revision": revision})

@@ -42,6 +42,38 @@ def test_a_second_process_hits_what_the_first_compiled(tmp_path):
     assert second["graphs"] == 1  # Dynamo's profile said the batch is dynamic: no static graph first
 
 
+# the evaluation's first decode graph in a warm process: frozen weights (sampling.load freezes them), sampled at one
+# batch size, then at another (GRPO's rows), so that Dynamo's profile marks the batch dynamic; the next process,
+# reading that profile, compiles the dynamic graph at the first size at once, and finds it in both caches
+FROZEN = """
+import json, sys
+from shortlist.generation import compile_cache
+compile_cache.use(sys.argv[1])
+import torch, torch._inductor.config
+torch._inductor.config.compile_threads = 1
+layer = torch.nn.Linear(16, 16, bias=False).requires_grad_(False)
+f = torch.compile(lambda x: layer(x))
+with torch.no_grad():
+    for rows in map(int, sys.argv[2:]):
+        f(torch.randn(rows, 16))
+print(json.dumps(compile_cache.counts()))
+"""
+
+
+def test_a_warm_process_finds_the_graph_a_frozen_model_compiled_at_another_batch_size(tmp_path):
+    def run(*rows):
+        done = subprocess.run([sys.executable, "-c", FROZEN, str(tmp_path / "c"), *map(str, rows)],
+                              capture_output=True, text=True, cwd=ROOT, check=True,
+                              env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)})
+        return json.loads(done.stdout.strip().splitlines()[-1])
+    cold = run(91, 32)
+    assert cold["graphs"] == 2 and cold["fx_graph"]["miss"] == 2
+    warm = run(91)
+    assert warm["graphs"] == 1
+    assert warm["fx_graph"]["miss"] == 0 and warm["autograd"]["miss"] == 0, warm
+    assert warm["fx_graph"]["hit"] == 1 and warm["autograd"]["hit"] == 1
+
+
 def test_use_points_this_process_and_its_children_at_the_folder(tmp_path, monkeypatch):
     import torch
     import torch._functorch.config

@@ -143,3 +143,11 @@ def test_a_plain_copy_takes_neither_the_compiled_forward_nor_shares_weights(tiny
         assert torch.equal(next(copy.parameters()), next(model.parameters()))
     finally:
         del model._compiled_call
+
+def test_a_loaded_model_is_frozen_for_sampling_as_the_engines_copy_is(tiny_model):
+    # the decode graph a later process compiles from the loaded model must be the one an earlier process's GRPO
+    # compiled from the engine's frozen copy (tests/shortlist/test_compile_cache.py: the cache's contract)
+    from proof.fast_grpo import InferenceCopy
+    assert not any(p.requires_grad for p in tiny_model.model.parameters())
+    copy = InferenceCopy(tiny_model.model).model
+    assert [p.requires_grad for p in copy.parameters()] == [p.requires_grad for p in tiny_model.model.parameters()]
