@@ -12,8 +12,16 @@ families are kept, and the JSON is rewritten with every mode measured so far.
 Per mode: families per hour (finished families over the span from the first family's start to the
 last one's end), the median GRPO step, the most GPU memory used and the mean utilisation (nvidia-smi
 every 2 s), and results_equal: every family's before and after scores, task by task, equal to those
-of the mode with one job per GPU (MPS and sharing change where kernels run, never what GRPO samples
-or trains on; a difference is reported with the families it touches). --catalog N also times
+of the first mode (MPS and sharing change where kernels run, never what GRPO samples or trains on; a
+difference is reported with the families it touches, and whether the evaluation before training
+differs too). Where the scores after training are not equal, `equivalence` says whether they are the
+same result statistically: each family's accuracy inside the first mode's 95% bootstrap interval, over
+>= 8 families. Measured on an H100 (bench/results/step_split.shared.h100.txt), the same 8 families on
+a cold and on a warm compile cache gave equal evaluations before training and 3 of 8 different ones
+after (not yet told apart: kernels a warm process compiled for other shapes first, or run-to-run
+order under sharing; bench/device.sh modes measures a mode twice on one cache). --warm
+starts every later mode on a copy of the first mode's compile cache (what a long run's later waves
+find); modes may carry a -tag to measure one twice (8mps,8mps-again). --catalog N also times
 `shortlist screen --all --grid --per-gpu N` (catalog_wall_s: the catalog's own wall_s, and how many
 families it screened, failed and did not reach), into --catalog-out (a folder of its own: a proof's catalog,
 then, is this measurement too) under --catalog-budget minutes; --modes "" times the catalog alone.
@@ -34,16 +42,22 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import numpy as np  # noqa: E402
+
+from proof import files  # noqa: E402
 from shortlist import output, provenance  # noqa: E402
 
 COMMITMENT = ("predictions.json", "predictions.sha256", "trainee.json")
+EQUIVALENCE_MIN = 8  # families: fewer cannot show modes equivalent (issue 39)
 
 
 def mode_flags(mode: str) -> list[str]:
-    per_gpu = mode.removesuffix("mps")
-    if not per_gpu.isdigit():
-        raise SystemExit(f"--modes: {mode!r} is not N or Nmps")
-    return ["--per-gpu", per_gpu] + (["--mps"] if mode.endswith("mps") else [])
+    """N, Nmps, or either with a -tag (a mode measured again: its own folder, e.g. 8mps-again)."""
+    kind = mode.split("-", 1)[0]
+    per_gpu = kind.removesuffix("mps")
+    if not per_gpu.isdigit() or mode.endswith("-"):
+        raise SystemExit(f"--modes: {mode!r} is not N or Nmps (with an optional -tag)")
+    return ["--per-gpu", per_gpu] + (["--mps"] if kind.endswith("mps") else [])
 
 
 class Gpu:
@@ -115,8 +129,31 @@ def measure(folder: Path, base: dict[str, dict] | None) -> dict:
         common = sorted(set(done) & set(base))
         differ = [k for k in common if (done[k]["before"]["scores"], done[k]["after"]["scores"]) !=
                   (base[k]["before"]["scores"], base[k]["after"]["scores"])]
-        out |= {"compared": len(common), "results_equal": not differ and bool(common), "differing": differ}
+        out |= {"compared": len(common), "results_equal": not differ and bool(common), "differing": differ,
+                "before_equal": all(done[k]["before"]["scores"] == base[k]["before"]["scores"] for k in common),
+                "equivalence": equivalence({k: done[k] for k in common}, base)}
     return out
+
+
+def equivalence(done: dict[str, dict], base: dict[str, dict]) -> dict:
+    """Where scores after training are not equal task by task (float order: kernels compiled for other
+    shapes, another cache's state), whether they are the same result: each family's accuracy after
+    training inside the reference's 95% bootstrap interval (proof.stats' resampling), and the paired
+    difference on the same tasks with its interval. A claim only over >= EQUIVALENCE_MIN families."""
+    from proof import stats
+    families, inside = {}, []
+    for k, r in sorted(done.items()):
+        ref, got = base[k]["after"]["scores"], r["after"]["scores"]
+        boots = stats.bootstrap_means(ref)
+        low, high = float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5))
+        accuracy = float(np.mean(got))
+        diff = stats.paired_gain(ref, got)
+        families[k] = {"reference": round(float(np.mean(ref)), 4), "accuracy": round(accuracy, 4),
+                       "interval": [round(low, 4), round(high, 4)], "inside": low <= accuracy <= high,
+                       "difference": round(diff["gain"], 4), "difference_ci95": [round(x, 4) for x in diff["ci95"]]}
+        inside.append(low <= accuracy <= high)
+    return {"families": len(families), "all_inside": bool(inside) and all(inside),
+            "equivalent": len(families) >= EQUIVALENCE_MIN and all(inside), "per_family": families}
 
 
 def run(cmd: list[str], log: Path) -> tuple[int, float, dict]:
@@ -154,6 +191,8 @@ def main() -> int:
     ap.add_argument("--catalog-walk", choices=("grid", "levels"), default="grid", help="--grid or --levels")
     ap.add_argument("--catalog-out", type=Path, help="the catalog's folder (default: <out>/catalog-N)")
     ap.add_argument("--catalog-budget", type=float, help="the catalog's --budget-min")
+    ap.add_argument("--warm", action="store_true",
+                    help="every mode after the first starts on a copy of the compile cache the first one filled")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                     help="a protocol setting for every mode, as proof run takes it (a short check: steps=4)")
     a = ap.parse_args()
@@ -178,6 +217,9 @@ def main() -> int:
             for name in COMMITMENT:
                 if (first / name).exists() and not (folder / name).exists():
                     shutil.copy2(first / name, folder / name)
+        warm_from, cache = files.compile_cache(first) if first else None, files.compile_cache(folder)
+        if a.warm and mode != modes[0] and warm_from.is_dir() and not cache.exists():
+            shutil.copytree(warm_from, cache)  # the first mode's compiled graphs: what a long run's later waves find
         cmd = [sys.executable, "-m", "proof", "run", "--model", a.model, "--trainee", a.trainee, "--families",
                a.families, "--out", str(folder), *mode_flags(mode), *(x for kv in a.set for x in ("--set", kv))]
         rc, wall, gpu = run(cmd, a.out / f"{mode}.log")

@@ -1,0 +1,86 @@
+"""bench/throughput.py's reading of modes and results: what it says about equal and equivalent modes."""
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+import throughput  # noqa: E402
+
+from shortlist import output  # noqa: E402
+
+
+@pytest.mark.parametrize("mode, flags", [("8", ["--per-gpu", "8"]), ("8mps", ["--per-gpu", "8", "--mps"]),
+                                         ("8mps-again", ["--per-gpu", "8", "--mps"]), ("1-x", ["--per-gpu", "1"])])
+def test_modes_read_as_proof_runs_flags(mode, flags):
+    assert throughput.mode_flags(mode) == flags
+
+
+@pytest.mark.parametrize("mode", ["mps", "8x", "8mps-", "-8", "eight"])
+def test_a_malformed_mode_is_refused(mode):
+    with pytest.raises(SystemExit, match="--modes"):
+        throughput.mode_flags(mode)
+
+
+def family(folder: Path, name: str, before: list[int], after: list[int]):
+    record = {"status": "done", "started_at": "2026-12-06T07:00:00+00:00", "written_at": "2026-12-06T07:05:00+00:00",
+              "before": {"scores": before}, "after": {"scores": after},
+              "timings": {"median_step_s": 1.0, "eval_before_s": 2.0}}
+    output.write_json(folder / "families" / f"{name}.json", record)
+
+
+def test_equal_scores_are_equal_and_a_differing_after_is_named(tmp_path):
+    ref, mode = tmp_path / "1", tmp_path / "8mps"
+    before = [1, 0] * 100
+    for i in range(8):
+        family(ref, f"f{i}", before, [1, 1, 0, 0] * 50)
+        family(mode, f"f{i}", before, [1, 1, 0, 0] * 50 if i else [1, 0, 1, 0] * 50)
+    got = throughput.measure(mode, throughput.results(ref))
+    assert got["families"] == 8 and got["families_per_hour"] == 96.0
+    assert got["results_equal"] is False and got["differing"] == ["f0"] and got["before_equal"] is True
+    # the same accuracy task-shuffled: inside the interval, every family: equivalent over 8 families
+    assert got["equivalence"]["equivalent"] is True
+    assert got["equivalence"]["per_family"]["f0"]["difference"] == 0.0
+
+
+def test_an_accuracy_outside_the_reference_interval_is_not_equivalent(tmp_path):
+    ref, mode = tmp_path / "1", tmp_path / "8mps"
+    for i in range(8):
+        family(ref, f"f{i}", [0] * 200, [1] * 100 + [0] * 100)
+        family(mode, f"f{i}", [0] * 200, [1] * 100 + [0] * 100 if i else [1] * 140 + [0] * 60)  # 0.70 against 0.50
+    got = throughput.measure(mode, throughput.results(ref))["equivalence"]
+    assert got["per_family"]["f0"]["inside"] is False and got["equivalent"] is False
+    assert got["per_family"]["f0"]["difference_ci95"][0] > 0  # the paired difference excludes 0 too
+
+
+def test_too_few_families_cannot_show_equivalence(tmp_path):
+    ref, mode = tmp_path / "1", tmp_path / "8mps"
+    for i in range(3):
+        family(ref, f"f{i}", [0] * 10, [1, 0] * 5)
+        family(mode, f"f{i}", [0] * 10, [1, 0] * 5)
+    got = throughput.measure(mode, throughput.results(ref))
+    assert got["results_equal"] is True
+    assert got["equivalence"]["all_inside"] is True and got["equivalence"]["equivalent"] is False
+
+
+def test_warm_starts_later_modes_on_the_first_modes_compile_cache_and_its_commitment(tmp_path, monkeypatch):
+    from proof import files
+    seen = {}
+
+    def fake_run(cmd, log):
+        folder = Path(cmd[cmd.index("--out") + 1])
+        seen[folder.name] = sorted(p.name for p in files.compile_cache(folder).glob("*"))
+        if folder.name == "8mps":  # the first mode: it commits, and compiles
+            (folder / "predictions.json").write_text("{}")
+            files.compile_cache(folder).mkdir(parents=True)
+            (files.compile_cache(folder) / "inductor").mkdir()
+        else:
+            assert (folder / "predictions.json").read_text() == "{}"
+        return 0, 1.0, {}
+    monkeypatch.setattr(throughput, "run", fake_run)
+    for warm in (["--warm"], []):
+        out = tmp_path / ("warm" if warm else "cold")
+        monkeypatch.setattr(sys, "argv", ["throughput.py", "--model", "m", "--families", "chain_sum", "--out", str(out),
+                                          "--json", str(out / "t.json"), "--modes", "8mps,8mps-again", *warm])
+        assert throughput.main() == 0
+        assert seen == {"8mps": [], "8mps-again": ["inductor"] if warm else []}
