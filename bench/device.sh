@@ -26,6 +26,12 @@
 #                                         (proof/steptime.py) by bench/throughput.py (then waitsteps)
 #   waitsteps S (none)                    waits up to S seconds, then brings back both JSONs, the families' results
 #                                         and the logs
+#   modes      .whl                       (SHORTLIST_COMMIT) bench/throughput.py --warm over MODES (default 8mps cold, then
+#                                         8mps-w1 and 8mps-w2 on copies of its compile cache), MODE_FAMILIES (8) specs of
+#                                         examples/smollm2-22, MODE_STEPS (20) steps, in the background (after model-1,
+#                                         model-2; then waitmodes)
+#   waitmodes S (none)                    waits up to S seconds, then brings back modes.json, the families' results, each
+#                                         mode's log and every executed notebook's cell timings (cells.json)
 #   share      (none)                     bench/archive/share_probe.py: decode of 1 and 8 processes, time-sliced and
 #                                         under MPS (bench/results/sharing.h200.json)
 #   MPS=1 before start22/resume22: the jobs share the GPU through CUDA's multi-process service
@@ -306,9 +312,47 @@ EOS
     wait_run /root/sp "${2:-540}" steps
     (cd /root/sp && tar -czf "$OUT/steps.tgz" --exclude=compile --exclude=checkpoints --exclude=adapter \
        started finished alone.json shared.json warm.json alone/*/families alone/*/predictions.json shared/*/families \
-       shared/*/predictions.json warm/*/families 2>/dev/null)
+       shared/*/predictions.json warm/*/families alone/*.log shared/*.log warm/*.log 2>/dev/null)
     tar -czf "$OUT/logs.tgz" -C /root logs
     cat /root/sp/*.json 2>/dev/null | head -c 6000; tail -n 3 /root/logs/alone.log /root/logs/shared.log /root/logs/warm.log 2>/dev/null ;;
+  modes)
+    # issue 39's next piece, in the background: bench/throughput.py --warm over MODES (default: 8 per GPU under MPS
+    # cold, then twice on copies of the cache it filled: warm against warm tells float order that varies run to run
+    # from kernels compiled for other shapes), MODE_FAMILIES specs of examples/smollm2-22, MODE_STEPS steps
+    install
+    [ -d /root/smollm2 ] || env $PINNED python3 /root/gguf-to-hf /root/smollm2.gguf /root/smollm2 || exit 1
+    mkdir -p /root/logs /root/repo /root/md
+    tar --exclude=./.whl --exclude=./.device-model --exclude=./.device -cf - . | tar -xf - -C /root/repo
+    versions $PINNED; monitor
+    specs=$(python3 -c "import re, sys; print(', '.join(re.split(r',\s*(?![^()]*\))', open('examples/smollm2-22/families.txt').read().strip())[:int(sys.argv[1])]))" "${MODE_FAMILIES:-8}")
+    cat > /root/modes.sh <<EOS
+cd /root/repo && export $PINNED_REPO HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
+export SHORTLIST_COMMIT=${SHORTLIST_COMMIT:-unknown}
+date +%s > /root/md/started
+python3 bench/throughput.py --model /root/smollm2 --trainee smollm2 --families "$specs" --warm \\
+  --modes ${MODES:-8mps,8mps-w1,8mps-w2} --set steps=${MODE_STEPS:-20} --out /root/md --json /root/md/modes.json \\
+  > /root/logs/modes.log 2>&1
+date +%s > /root/md/finished
+EOS
+    setsid nohup bash /root/modes.sh > /root/logs/modes-run.log 2>&1 &
+    sleep 10; tail -n 3 /root/logs/*.log ;;
+  waitmodes)
+    wait_run /root/md "${2:-540}" modes
+    # each executed notebook's cells, timed by papermill (where 01's and 03's seconds go), small enough to bring back
+    python3 - > /root/md/cells.json <<'EOP'
+import glob, json
+cells = {}
+for path in sorted(glob.glob("/root/md/*/notebooks/*.ipynb")):
+    nb = json.load(open(path))
+    cells[path] = [[c.get("metadata", {}).get("papermill", {}).get("duration"), "".join(c.get("source", ""))[:80]]
+                   for c in nb.get("cells", []) if c.get("cell_type") == "code"]
+print(json.dumps(cells, indent=1))
+EOP
+    (cd /root/md && tar -czf "$OUT/modes.tgz" --exclude=compile --exclude=checkpoints --exclude=adapter \
+       started finished modes.json cells.json ./*.log ./*/families ./*/predictions.json 2>/dev/null)
+    tar -czf "$OUT/logs.tgz" -C /root logs
+    cat /root/md/modes.json 2>/dev/null | python3 -c "import json, sys; d = json.load(sys.stdin); print(json.dumps({m: {k: v for k, v in r.items() if k not in ('phases_median_s', 'equivalence')} for m, r in d['modes'].items()}, indent=1))"
+    tail -n 3 /root/logs/modes.log ;;
   share)
     # how jobs share the GPU: decode throughput of 1 and N processes, time-sliced and under MPS (no model, no wheels)
     export TORCHINDUCTOR_CACHE_DIR=/tmp/ind; mkdir -p "$OUT"
