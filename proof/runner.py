@@ -22,9 +22,9 @@ from pathlib import Path
 
 import nbformat
 
-from proof import checkpoint, commit, files, records, seal, verify
+from proof import checkpoint, commit, files, kernel, records, seal, verify
 from proof.settings import Settings
-from shortlist import executors, leftovers, output, provenance, sources
+from shortlist import executors, output, provenance, sources
 from shortlist.executors import sizing
 
 # the repository's notebooks/, through proof/notebooks (a link to it), so that an install, which carries them
@@ -183,52 +183,17 @@ def finish(ran: executors.Ran, dest: Path) -> str | None:
 
 def papermill(notebook: str, dest: str, parameters: str, out: str | None = None) -> None:
     """One notebook through papermill's own API, in a process of its own (`python -m proof.runner`), with
-    `out` (where this job runs) as the notebook's output folder. The kernel talks over IPC, not TCP
-    (ipykernel warns that TCP is unencrypted), and runs in the repository's notebooks/, as Run All by hand
-    does. Its sockets and its connection file live in a private temporary folder, which the next run sweeps
-    after a kill -9: left to jupyter_client's defaults, the sockets (a relative "kernel-ipc") land in the
-    kernel's working folder and the connection file is a /tmp/tmp*.json, both left behind by a kill. The
-    kernel starts through shortlist.executors' launcher: it dies with this process and takes its share
-    of the GPU. What the kernel prints (a line per logged training step, a family's evaluations, "resumed
-    at step N") is this process's own output too, so the batch's console shows it as it comes, not only
-    the executed notebook."""
-    import shutil
-
+    `out` (where this job runs) as the notebook's output folder, on the project's kernel (proof/kernel.py: IPC,
+    the job's launcher, the same engine a person names by hand), run in the repository's notebooks/, as Run
+    All by hand does. What the kernel prints (a line per logged training step, a family's evaluations,
+    "resumed at step N") is this process's own output too, so the batch's console shows it as it comes, not
+    only the executed notebook."""
     import papermill as pm
-    from traitlets.config import Config
     values = json.loads(Path(parameters).read_text()) | ({"out": out} if out else {})
     Path(dest).parent.mkdir(parents=True, exist_ok=True)
-    sockets = leftovers.make("shortlist-kernel-")  # short: a socket path holds at most 107 bytes
-    try:
-        pm.execute_notebook(notebook, dest, parameters=values, kernel_name="python3", log_output=False,
-                            stdout_file=sys.stdout, stderr_file=sys.stderr, progress_bar=False, cwd=str(NOTEBOOKS if NOTEBOOKS.is_dir() else Path(notebook).parent),
-                            kernel_manager_class=_kernel_manager(),
-                            config=Config({"KernelManager": {"transport": "ipc", "ip": f"{sockets}/kernel",
-                                                              "connection_file": f"{sockets}/kernel.json"}}))
-    finally:
-        shutil.rmtree(sockets, ignore_errors=True)
-
-
-def _kernel_manager():
-    """jupyter_client's kernel manager, with the kernel started as a job's process (executors.launcher):
-    jupyter_client starts it in a session of its own, where killing papermill's group would miss it. Its
-    shutdown asks the kernel to stop without interrupting it first: jupyter_client sends SIGINT before every
-    shutdown, and an idle kernel logs that as "[IPKernelApp] ERROR | KeyboardInterrupt caught in kernel"
-    in a run that went well (a kernel that does not stop is still killed, by jupyter_client or the job)."""
-    from jupyter_client import AsyncKernelManager
-
-    class JobKernelManager(AsyncKernelManager):
-        def format_kernel_cmd(self, extra_arguments=None):
-            cmd = super().format_kernel_cmd(extra_arguments)
-            if cmd[1:2] != ["-m"]:  # not `python -m ipykernel_launcher ...`: a kernel this project did not expect
-                raise RuntimeError(f"unexpected kernel command {cmd[:3]}")
-            return [cmd[0], *executors.launcher(cmd[2], cmd[3:], os.getpid(), gpu=True)[1:]]
-
-        async def _async_interrupt_kernel(self) -> None:
-            if self.shutting_down:
-                return
-            await super()._async_interrupt_kernel()
-    return JobKernelManager
+    pm.execute_notebook(notebook, dest, parameters=values, kernel_name="python3", engine_name=kernel.register(),
+                        log_output=False, stdout_file=sys.stdout, stderr_file=sys.stderr, progress_bar=False,
+                        cwd=str(NOTEBOOKS if NOTEBOOKS.is_dir() else Path(notebook).parent))
 
 
 def failure(nb) -> str | None:

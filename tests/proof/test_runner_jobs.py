@@ -6,7 +6,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from proof import checkpoint, files, runner
+from proof import checkpoint, files, kernel, runner
 from proof.__main__ import main
 from shortlist import sources
 from tests.processes import alive, gone
@@ -245,7 +245,7 @@ def test_the_kernel_is_not_interrupted_on_its_way_out():
     kernel logs the interrupt as an ERROR line in a run that went well). A real interrupt still goes through:
     here there is no kernel, so jupyter_client's own refusal shows the call reached it."""
     import asyncio
-    manager = runner._kernel_manager()()
+    manager = kernel.manager()()
     manager.shutting_down = True
     asyncio.run(manager._async_interrupt_kernel())  # a no-op on the way out
     manager.shutting_down = False
