@@ -299,7 +299,7 @@ python3 bench/throughput.py --model /root/smollm2 --trainee smollm2 --families "
 # STEPS_WARM=1: the same 8 again, from the same commitment, with the compile cache the first 8 filled: what
 # compiling once per machine (instead of once per process) would save under MPS
 if [ "${STEPS_WARM:-0}" = 1 ]; then
-  mkdir -p /root/sp/warm/8mps/work && cp -r /root/sp/shared/8mps/work/compile /root/sp/warm/8mps/work/
+  rm -rf /root/sp/warm; mkdir -p /root/sp/warm/8mps/work && cp -r /root/sp/shared/8mps/work/compile /root/sp/warm/8mps/work/
   cp /root/sp/shared/8mps/predictions.json /root/sp/shared/8mps/predictions.sha256 /root/sp/shared/8mps/trainee.json /root/sp/warm/8mps/
   python3 bench/throughput.py --model /root/smollm2 --trainee smollm2 --families "$eight" \\
     --modes 8mps --set steps=${STEPS_SHARED:-30} --out /root/sp/warm --json /root/sp/warm.json > /root/logs/warm.log 2>&1
@@ -321,6 +321,7 @@ EOS
     # from kernels compiled for other shapes), MODE_FAMILIES specs of examples/smollm2-22, MODE_STEPS steps
     install
     [ -d /root/smollm2 ] || env $PINNED python3 /root/gguf-to-hf /root/smollm2.gguf /root/smollm2 || exit 1
+    rm -rf /root/md  # a run of its own: an earlier one on this machine would leave its finished file and a full cache
     mkdir -p /root/logs /root/repo /root/md
     tar --exclude=./.whl --exclude=./.device-model --exclude=./.device -cf - . | tar -xf - -C /root/repo
     versions $PINNED; monitor

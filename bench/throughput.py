@@ -15,8 +15,8 @@ every 2 s), and results_equal: every family's before and after scores, task by t
 of the first mode (MPS and sharing change where kernels run, never what GRPO samples or trains on; a
 difference is reported with the families it touches, and whether the evaluation before training
 differs too). Where the scores after training are not equal, `equivalence` says whether they are the
-same result statistically: each family's accuracy inside the first mode's 95% bootstrap interval, over
->= 8 families. Measured on an H100 (bench/results/step_split.shared.h100.txt), the same 8 families on
+same result statistically: per family, two one-sided tests that the paired difference lies within
++-0.05 (the proof's equivalence_margin), every family equivalent, over >= 8 families. Measured on an H100 (bench/results/step_split.shared.h100.txt), the same 8 families on
 a cold and on a warm compile cache gave equal evaluations before training and 3 of 8 different ones
 after (not yet told apart: kernels a warm process compiled for other shapes first, or run-to-run
 order under sharing; bench/device.sh modes measures a mode twice on one cache). --warm
@@ -44,11 +44,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np  # noqa: E402
 
-from proof import files  # noqa: E402
+from proof import files, settings  # noqa: E402
 from shortlist import output, provenance  # noqa: E402
 
 COMMITMENT = ("predictions.json", "predictions.sha256", "trainee.json")
 EQUIVALENCE_MIN = 8  # families: fewer cannot show modes equivalent (issue 39)
+# the proof's own margin of "no change" (its TOST), fixed before any mode was compared: two modes whose mean
+# scores after training differ by less than this are the same result
+EQUIVALENCE_MARGIN = settings.make().equivalence_margin
 
 
 def mode_flags(mode: str) -> list[str]:
@@ -130,30 +133,33 @@ def measure(folder: Path, base: dict[str, dict] | None) -> dict:
         differ = [k for k in common if (done[k]["before"]["scores"], done[k]["after"]["scores"]) !=
                   (base[k]["before"]["scores"], base[k]["after"]["scores"])]
         out |= {"compared": len(common), "results_equal": not differ and bool(common), "differing": differ,
-                "before_equal": all(done[k]["before"]["scores"] == base[k]["before"]["scores"] for k in common),
+                "before_equal": bool(common) and all(done[k]["before"]["scores"] == base[k]["before"]["scores"]
+                                                     for k in common),
                 "equivalence": equivalence({k: done[k] for k in common}, base)}
     return out
 
 
 def equivalence(done: dict[str, dict], base: dict[str, dict]) -> dict:
     """Where scores after training are not equal task by task (float order: kernels compiled for other
-    shapes, another cache's state), whether they are the same result: each family's accuracy after
-    training inside the reference's 95% bootstrap interval (proof.stats' resampling), and the paired
-    difference on the same tasks with its interval. A claim only over >= EQUIVALENCE_MIN families."""
+    shapes, another cache's state), whether they are the same result: per family, two one-sided tests on
+    the paired difference over the same tasks (proof.stats.tost, the proof's own bootstrap) that it lies
+    within +-EQUIVALENCE_MARGIN of a task's score; the modes are equivalent where every family is, over
+    >= EQUIVALENCE_MIN families. A family whose tasks differ in number is not comparable, and not equivalent."""
     from proof import stats
-    families, inside = {}, []
+    families = {}
     for k, r in sorted(done.items()):
         ref, got = base[k]["after"]["scores"], r["after"]["scores"]
-        boots = stats.bootstrap_means(ref)
-        low, high = float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5))
-        accuracy = float(np.mean(got))
-        diff = stats.paired_gain(ref, got)
-        families[k] = {"reference": round(float(np.mean(ref)), 4), "accuracy": round(accuracy, 4),
-                       "interval": [round(low, 4), round(high, 4)], "inside": low <= accuracy <= high,
-                       "difference": round(diff["gain"], 4), "difference_ci95": [round(x, 4) for x in diff["ci95"]]}
-        inside.append(low <= accuracy <= high)
-    return {"families": len(families), "all_inside": bool(inside) and all(inside),
-            "equivalent": len(families) >= EQUIVALENCE_MIN and all(inside), "per_family": families}
+        if not ref or len(ref) != len(got):
+            families[k] = {"comparable": False, "tasks": [len(ref), len(got)], "equivalent": False}
+            continue
+        diff, test = stats.paired_gain(ref, got), stats.tost(ref, got, EQUIVALENCE_MARGIN)
+        families[k] = {"comparable": True, "reference_mean": round(float(np.mean(ref)), 4),
+                       "mean": round(float(np.mean(got)), 4), "difference": round(diff["gain"], 4),
+                       "difference_ci95": [round(x, 4) for x in diff["ci95"]], "tost_p": round(test["p"], 4),
+                       "equivalent": test["equivalent"]}
+    every = bool(families) and all(f["equivalent"] for f in families.values())
+    return {"margin": EQUIVALENCE_MARGIN, "families": len(families), "all_families": every,
+            "equivalent": len(families) >= EQUIVALENCE_MIN and every, "per_family": families}
 
 
 def run(cmd: list[str], log: Path) -> tuple[int, float, dict]:

@@ -15,7 +15,6 @@ proof/runner.py names it for the batch), so that both paths start the same kerne
 """
 from __future__ import annotations
 
-import functools
 import os
 import shutil
 
@@ -31,9 +30,18 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-@functools.cache
+_ENGINE = None
+
+
 def _engine():
+    """The one Engine class: importing papermill's engines here may come back through the entry point (when
+    this module was imported first), which then makes it; this call keeps that one (papermill registered it)."""
+    global _ENGINE
+    if _ENGINE is not None:
+        return _ENGINE
     from papermill.engines import NBClientEngine
+    if _ENGINE is not None:
+        return _ENGINE
 
     class Engine(NBClientEngine):
         """papermill's nbclient engine, with the kernel above."""
@@ -52,6 +60,7 @@ def _engine():
             finally:
                 shutil.rmtree(sockets, ignore_errors=True)
     Engine.__module__, Engine.__qualname__ = __name__, "Engine"
+    _ENGINE = Engine
     return Engine
 
 

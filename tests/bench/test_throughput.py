@@ -34,23 +34,49 @@ def test_equal_scores_are_equal_and_a_differing_after_is_named(tmp_path):
     before = [1, 0] * 100
     for i in range(8):
         family(ref, f"f{i}", before, [1, 1, 0, 0] * 50)
-        family(mode, f"f{i}", before, [1, 1, 0, 0] * 50 if i else [1, 0, 1, 0] * 50)
+        family(mode, f"f{i}", before, [1, 1, 0, 0] * 50 if i else [1, 0, 1, 0] + [1, 1, 0, 0] * 49)  # 2 tasks swap
     got = throughput.measure(mode, throughput.results(ref))
     assert got["families"] == 8 and got["families_per_hour"] == 96.0
     assert got["results_equal"] is False and got["differing"] == ["f0"] and got["before_equal"] is True
-    # the same accuracy task-shuffled: inside the interval, every family: equivalent over 8 families
+    # the same mean, 2 of 200 tasks the other way round: within the margin for every family, over 8 families
     assert got["equivalence"]["equivalent"] is True
     assert got["equivalence"]["per_family"]["f0"]["difference"] == 0.0
 
 
-def test_an_accuracy_outside_the_reference_interval_is_not_equivalent(tmp_path):
+def test_a_differing_evaluation_before_training_is_said(tmp_path):
+    ref, mode = tmp_path / "1", tmp_path / "8mps"
+    family(ref, "f0", [1, 0] * 100, [1] * 200)
+    family(mode, "f0", [0, 1] * 100, [1] * 200)
+    got = throughput.measure(mode, throughput.results(ref))
+    assert got["before_equal"] is False and got["differing"] == ["f0"]
+    assert throughput.measure(mode, {})["before_equal"] is False  # nothing compared: nothing said equal
+
+
+def test_a_shift_beyond_the_margin_is_not_equivalent(tmp_path):
     ref, mode = tmp_path / "1", tmp_path / "8mps"
     for i in range(8):
         family(ref, f"f{i}", [0] * 200, [1] * 100 + [0] * 100)
         family(mode, f"f{i}", [0] * 200, [1] * 100 + [0] * 100 if i else [1] * 140 + [0] * 60)  # 0.70 against 0.50
     got = throughput.measure(mode, throughput.results(ref))["equivalence"]
-    assert got["per_family"]["f0"]["inside"] is False and got["equivalent"] is False
-    assert got["per_family"]["f0"]["difference_ci95"][0] > 0  # the paired difference excludes 0 too
+    assert got["per_family"]["f0"]["equivalent"] is False and got["equivalent"] is False
+    assert got["per_family"]["f0"]["difference_ci95"][0] > 0
+
+
+def test_few_tasks_cannot_show_equivalence_however_close(tmp_path):
+    # 20 tasks a family, 0.50 -> 0.65 everywhere: too few to place the difference within 0.05 (not "inside an interval")
+    ref, mode = tmp_path / "1", tmp_path / "8mps"
+    for i in range(8):
+        family(ref, f"f{i}", [0] * 20, [1] * 10 + [0] * 10)
+        family(mode, f"f{i}", [0] * 20, [1] * 13 + [0] * 7)
+    assert throughput.measure(mode, throughput.results(ref))["equivalence"]["equivalent"] is False
+
+
+def test_families_whose_tasks_differ_in_number_are_not_comparable(tmp_path):
+    ref, mode = tmp_path / "1", tmp_path / "8mps"
+    family(ref, "f0", [0] * 10, [1] * 10)
+    family(mode, "f0", [0] * 10, [1] * 9)
+    got = throughput.measure(mode, throughput.results(ref))["equivalence"]["per_family"]["f0"]
+    assert got == {"comparable": False, "tasks": [10, 9], "equivalent": False}
 
 
 def test_too_few_families_cannot_show_equivalence(tmp_path):
@@ -60,7 +86,7 @@ def test_too_few_families_cannot_show_equivalence(tmp_path):
         family(mode, f"f{i}", [0] * 10, [1, 0] * 5)
     got = throughput.measure(mode, throughput.results(ref))
     assert got["results_equal"] is True
-    assert got["equivalence"]["all_inside"] is True and got["equivalence"]["equivalent"] is False
+    assert got["equivalence"]["families"] == 3 and got["equivalence"]["equivalent"] is False
 
 
 def test_warm_starts_later_modes_on_the_first_modes_compile_cache_and_its_commitment(tmp_path, monkeypatch):
@@ -76,11 +102,17 @@ def test_warm_starts_later_modes_on_the_first_modes_compile_cache_and_its_commit
             (files.compile_cache(folder) / "inductor").mkdir()
         else:
             assert (folder / "predictions.json").read_text() == "{}"
+            if (files.compile_cache(folder) / "mine").exists():  # a later mode's own cache is never replaced
+                assert not (files.compile_cache(folder) / "inductor").exists()
         return 0, 1.0, {}
     monkeypatch.setattr(throughput, "run", fake_run)
-    for warm in (["--warm"], []):
-        out = tmp_path / ("warm" if warm else "cold")
+    kept = tmp_path / "kept" / "8mps-again"
+    (files.compile_cache(kept) / "mine").mkdir(parents=True)
+    for warm in (["--warm"], [], ["--warm", "kept"]):
+        out = tmp_path / ("kept" if "kept" in warm else "warm" if warm else "cold")
+        warm = warm[:1]
         monkeypatch.setattr(sys, "argv", ["throughput.py", "--model", "m", "--families", "chain_sum", "--out", str(out),
                                           "--json", str(out / "t.json"), "--modes", "8mps,8mps-again", *warm])
         assert throughput.main() == 0
-        assert seen == {"8mps": [], "8mps-again": ["inductor"] if warm else []}
+        expected = ["mine"] if out.name == "kept" else ["inductor"] if warm else []
+        assert seen == {"8mps": [], "8mps-again": expected}

@@ -1,5 +1,6 @@
 """proof/kernel.py: the engine a person names by hand (`papermill ... --engine shortlist`) is the batch's kernel."""
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -13,7 +14,7 @@ from proof import kernel
 
 def notebook(path: Path) -> Path:
     cells = [nbformat.v4.new_code_cell("out = ''", metadata={"tags": ["parameters"]}),
-             nbformat.v4.new_code_cell("import os\nprint('ran in', os.getcwd(), 'out', out)")]
+             nbformat.v4.new_code_cell("print('out', out, 'command', open('/proc/self/cmdline').read().split(chr(0)))")]
     nb = nbformat.v4.new_notebook(cells=cells)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     path.write_text(nbformat.writes(nb))
@@ -23,12 +24,21 @@ def notebook(path: Path) -> Path:
 @pytest.mark.parametrize("engine", [[], ["--engine", kernel.NAME]])
 def test_papermill_by_hand_on_the_projects_engine_says_nothing_of_tcp(tmp_path, engine):
     temp = Path(tempfile.mkdtemp(prefix="k", dir="/tmp"))  # an ipc socket's path must fit AF_UNIX's 108 bytes
+    try:
+        by_hand(tmp_path, temp, engine)
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def by_hand(tmp_path, temp, engine):
     done = subprocess.run([sys.executable, "-m", "papermill", str(notebook(tmp_path / "nb.ipynb")),
                            str(tmp_path / "run.ipynb"), "-p", "out", "here", *engine],
                           capture_output=True, text=True, env=dict(os.environ, TMPDIR=str(temp)), timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     ran = nbformat.read(tmp_path / "run.ipynb", as_version=4).cells[-1].outputs[0]["text"]
     assert "out here" in ran
+    # the kernel started as a job's process: it dies with papermill (executors.launcher), ours only
+    assert ("shortlist.executors.launcher" in ran) == bool(engine)
     # ipykernel's warning is what the engine is for: papermill's default engine prints it (the reason), ours never
     assert ("running over TCP without encryption" in done.stderr) == (not engine)
     if engine:
@@ -45,3 +55,12 @@ def test_the_batch_runs_notebooks_on_the_same_engine(monkeypatch, tmp_path):
     runner.papermill(str(tmp_path / "nb.ipynb"), str(tmp_path / "run.ipynb"), str(tmp_path / "p.json"))
     from papermill.engines import papermill_engines
     assert seen["engine_name"] == kernel.NAME and papermill_engines.get_engine(kernel.NAME) is kernel.Engine
+
+
+@pytest.mark.parametrize("first", ["import proof.kernel as k; k.Engine", "from proof.kernel import Engine",
+                                   "import papermill.engines"])
+def test_one_engine_class_whatever_is_imported_first(first):
+    code = (f"{first}\nimport papermill.engines as e, proof.kernel as k\n"
+            "print(e.papermill_engines.get_engine('shortlist') is k.Engine is k._engine())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "True"
