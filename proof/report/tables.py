@@ -16,14 +16,17 @@ from proof.report.numbers import ACCURACY, COUNT, SECONDS, SHARE, arrow, ci, p_f
 from shortlist import rule, screening
 
 
-def _table(rows: list[dict], formats: dict):
+def _table(rows: list[dict], formats: dict, text: tuple[str, ...] = ()):
     """A table for the notebook and the HTML report, its text escaped. A family spec breaks only after its
     commas, never inside a name; a cell of numbers is marked `num`, which the report's
-    style keeps on one line (shortlist/templates/report.html.j2). A column no format is named for is written
+    style keeps on one line (shortlist/templates/report.html.j2); a column named in `text` (a model's answers) is
+    marked `text`, which may break anywhere. A column no format is named for is written
     by numbers.plain(), never with a float's every digit."""
     frame = pd.DataFrame(rows)
     formats = {"family": spec_cell} | formats
     classes = frame.map(lambda v: "num" if _numeric(v) else "") if len(frame) else frame
+    for column in (c for c in text if c in frame and len(frame)):  # a model's answers: text, never a number
+        classes[column] = "text"
     return (frame.style.format(plain, na_rep="–", escape="html")
             .format({k: v for k, v in formats.items() if k in frame}, na_rep="–", escape="html")
             .set_td_classes(classes).hide(axis="index"))
@@ -214,7 +217,7 @@ def examples_table(report: Report):
         for i in (changed + [i for i in range(b.n) if i not in changed])[:prose.EXAMPLES]:
             rows.append({"family": r.family, "seed": b.seeds[i], "before": _clip(b.completions[i]),
                          "score before": b.scores[i], "after": _clip(a.completions[i]), "score after": a.scores[i]})
-    return _table(rows, {"score before": SHARE, "score after": SHARE})
+    return _table(rows, {"score before": SHARE, "score after": SHARE}, text=("before", "after"))
 
 
 def runs_table(report: Report):

@@ -127,6 +127,7 @@ def _teach(model, tok, taught: list[dict], replies: list[str], steps: int = 300,
     ids = torch.tensor([r + [tok.pad_token_id] * (width - len(r)) for r, _ in rows])
     labels = torch.tensor([lab + [-100] * (width - len(lab)) for _, lab in rows])
     mask = (torch.arange(width)[None, :] < torch.tensor([len(r) for r, _ in rows])[:, None]).long()
+    model.requires_grad_(True)  # every weight is taught, a loaded model's too (sampling.load freezes it)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
     generator = torch.Generator().manual_seed(seed())
     model.train()

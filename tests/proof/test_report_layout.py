@@ -113,3 +113,11 @@ def test_a_spec_typed_without_spaces_may_still_break_after_its_commas():
     from proof.report.tables import spec_cell
     assert spec_cell("chain_sum(a=1,b=2)") == '<span class="w">chain_sum(a=1,</span><wbr><span class="w">b=2)</span>'
     assert spec_cell("leg_counting") == '<span class="w">leg_counting</span>'
+
+
+def test_a_models_answers_are_marked_text_that_may_break_anywhere(synthetic):
+    s = synthetic({LONG_SPECS[0]: {"prediction": "improves", "before": HELD_UP, "after": UP}})
+    html = report.examples_table(report.load(s.out)).to_html()
+    header = re.findall(r'<th [^>]*class="col_heading level0 (col\d+)" >([^<]+)<', html)
+    marked = dict(re.findall(r'class="data row0 (col\d+)( text)?" >', html))
+    assert {name for col, name in header if marked.get(col) == " text"} == {"before", "after"}
