@@ -104,6 +104,11 @@ wait_run() {
   [ -f "$1/finished" ] && echo "$3 finished" || echo "$3 still running after ${SECONDS} s"
 }
 
+# specs N: the first N specs of examples/smollm2-22, split at the commas outside parentheses, as proof run takes them
+specs() {
+  python3 -c "import re, sys; print(', '.join(re.split(r',\s*(?![^()]*\))', open('examples/smollm2-22/families.txt').read().strip())[:int(sys.argv[1])]))" "$1"
+}
+
 versions() { env "$@" python3 -c "import torch, transformers, trl; print('torch', torch.__version__, 'transformers', transformers.__version__, 'trl', trl.__version__)"; }
 
 case "${1:?step}" in
@@ -285,8 +290,7 @@ EOS
     mkdir -p /root/logs /root/repo /root/sp
     tar --exclude=./.whl --exclude=./.device-model --exclude=./.device -cf - . | tar -xf - -C /root/repo
     versions $PINNED; monitor
-    # the first 8 specs of examples/smollm2-22 (issue 39's 8), split at the commas outside parentheses
-    eight=$(python3 -c "import re; print(', '.join(re.split(r',\s*(?![^()]*\))', open('examples/smollm2-22/families.txt').read().strip())[:8]))")
+    eight=$(specs 8)  # issue 39's 8
     cat > /root/steps.sh <<EOS
 cd /root/repo && export $PINNED_REPO HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
 export SHORTLIST_COMMIT=${SHORTLIST_COMMIT:-unknown}
@@ -325,7 +329,7 @@ EOS
     mkdir -p /root/logs /root/repo /root/md
     tar --exclude=./.whl --exclude=./.device-model --exclude=./.device -cf - . | tar -xf - -C /root/repo
     versions $PINNED; monitor
-    specs=$(python3 -c "import re, sys; print(', '.join(re.split(r',\s*(?![^()]*\))', open('examples/smollm2-22/families.txt').read().strip())[:int(sys.argv[1])]))" "${MODE_FAMILIES:-8}")
+    specs=$(specs "${MODE_FAMILIES:-8}")
     cat > /root/modes.sh <<EOS
 cd /root/repo && export $PINNED_REPO HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
 export SHORTLIST_COMMIT=${SHORTLIST_COMMIT:-unknown}

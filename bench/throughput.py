@@ -16,9 +16,9 @@ of the first mode (MPS and sharing change where kernels run, never what GRPO sam
 difference is reported with the families it touches, and whether the evaluation before training
 differs too). Where the scores after training are not equal, `equivalence` says whether they are the
 same result statistically: per family, two one-sided tests that the paired difference lies within
-+-0.05 (the proof's equivalence_margin), every family equivalent, over >= 8 families. Measured on an H100 (bench/results/step_split.shared.h100.txt), the same 8 families on
-a cold and on a warm compile cache gave equal evaluations before training and 3 of 8 different ones
-after (not yet told apart: kernels a warm process compiled for other shapes first, or run-to-run
++-0.05 (the proof's equivalence_margin), every family equivalent, over >= 8 families. Measured on an
+H100 (bench/results/step_split.shared.h100.txt), the same 8 families on a cold and on a warm compile
+cache gave equal evaluations before training and 3 of 8 different ones after (not yet told apart: kernels a warm process compiled for other shapes first, or run-to-run
 order under sharing; bench/device.sh modes measures a mode twice on one cache). --warm
 starts every later mode on a copy of the first mode's compile cache (what a long run's later waves
 find); modes may carry a -tag to measure one twice (8mps,8mps-again). --catalog N also times
@@ -223,9 +223,9 @@ def main() -> int:
             for name in COMMITMENT:
                 if (first / name).exists() and not (folder / name).exists():
                     shutil.copy2(first / name, folder / name)
-        warm_from, cache = files.compile_cache(first) if first else None, files.compile_cache(folder)
-        if a.warm and mode != modes[0] and warm_from.is_dir() and not cache.exists():
-            shutil.copytree(warm_from, cache)  # the first mode's compiled graphs: what a long run's later waves find
+        cache = files.compile_cache(folder)
+        if a.warm and mode != modes[0] and files.compile_cache(first).is_dir() and not cache.exists():
+            shutil.copytree(files.compile_cache(first), cache)  # the first mode's graphs: what later waves find
         cmd = [sys.executable, "-m", "proof", "run", "--model", a.model, "--trainee", a.trainee, "--families",
                a.families, "--out", str(folder), *mode_flags(mode), *(x for kv in a.set for x in ("--set", kv))]
         rc, wall, gpu = run(cmd, a.out / f"{mode}.log")
