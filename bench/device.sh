@@ -32,6 +32,9 @@
 #                                         model-2; then waitmodes)
 #   waitmodes S (none)                    waits up to S seconds, then brings back modes.json, the families' results, each
 #                                         mode's log and every executed notebook's cell timings (cells.json)
+#   tf32       .whl                       what a GRPO run's libraries do to fp32 on this GPU: TF32's switches after
+#                                         TrainingArguments(torch_compile) and accelerate's dynamo plugin, a 4096^2
+#                                         matmul's error against fp64 under them and after precision.fp32() (no model)
 #   share      (none)                     bench/archive/share_probe.py: decode of 1 and 8 processes, time-sliced and
 #                                         under MPS (bench/results/sharing.h200.json)
 #   MPS=1 before start22/resume22: the jobs share the GPU through CUDA's multi-process service
@@ -358,6 +361,27 @@ EOP
     tar -czf "$OUT/logs.tgz" -C /root logs
     cat /root/md/modes.json 2>/dev/null | python3 -c "import json, sys; d = json.load(sys.stdin); print(json.dumps({m: {k: v for k, v in r.items() if k not in ('phases_median_s', 'equivalence')} for m, r in d['modes'].items()}, indent=1))"
     tail -n 3 /root/logs/modes.log ;;
+  tf32)
+    install
+    env $PINNED python3 - <<'EOP' 2>&1 | grep -v Warning
+import torch, transformers, accelerate
+from shortlist.models import precision
+a, b = (torch.randn(4096, 4096, device="cuda", generator=torch.Generator("cuda").manual_seed(i)) for i in (0, 1))
+exact = a.double() @ b.double()
+def error():  # the largest error of an fp32 matmul, relative to the largest |entry|
+    return float(((a @ b).double() - exact).abs().max() / exact.abs().max())
+print("torch", torch.__version__, "transformers", transformers.__version__, "accelerate", accelerate.__version__,
+      torch.cuda.get_device_name(0))
+print("fresh process:", precision.state(), "error %.1e" % error())
+transformers.TrainingArguments(output_dir="/tmp/ta", torch_compile=True, bf16=False, fp16=False, report_to=[])
+print("after TrainingArguments(torch_compile=True):", precision.state(), "error %.1e" % error())
+from accelerate.utils import TorchDynamoPlugin
+accelerate.Accelerator(dynamo_plugin=TorchDynamoPlugin(backend="inductor"))
+print("after Accelerator(dynamo inductor):", precision.state(), "error %.1e" % error())
+precision.fp32()
+print("after precision.fp32():", precision.state(), "error %.1e" % error(), "tf32 on:", precision.tf32_on())
+EOP
+    ;;
   share)
     # how jobs share the GPU: decode throughput of 1 and N processes, time-sliced and under MPS (no model, no wheels)
     export TORCHINDUCTOR_CACHE_DIR=/tmp/ind; mkdir -p "$OUT"

@@ -1,15 +1,13 @@
 """The proof on one family: evaluate, train with GRPO + LoRA on the family's reward, evaluate again.
 
-run_family() is the whole of notebook 02, and the notebook runs its steps one cell each:
-check() the commitment and the tasks (one line, before any model loads), evaluate_before(),
-train(), evaluate_after(), record(). A dead run resumes from what it left: the evaluation before
-training (work/<family>/before.json) and the last LoRA checkpoint, inside which each save
-records the training seconds and scorer counts so far, so a resumed family's timings and counts
-are those of the whole run, not of its last part.
+run_family() is the whole of notebook 02, and the notebook runs its steps one cell each: check() the commitment and
+the tasks (one line, before any model loads), evaluate_before(), train(), evaluate_after(), record(). A dead run
+resumes from what it left: the evaluation before training (work/<family>/before.json) and the last LoRA checkpoint,
+inside which each save records the training seconds and scorer counts so far, so a resumed family's timings and
+counts are those of the whole run, not of its last part.
 
-A checkpoint cannot poison a rerun (proof/checkpoint.py: written whole or not at all, checked
-before resuming). A full disk ends in one line (shortlist.output.DiskFull), with the half-written
-checkpoint removed.
+A checkpoint cannot poison a rerun (proof/checkpoint.py: written whole or not at all, checked before resuming). A
+full disk ends in one line (shortlist.output.DiskFull), with the half-written checkpoint removed.
 """
 from __future__ import annotations
 
@@ -29,7 +27,7 @@ from proof.settings import Settings
 from shortlist import audit, executors, output, provenance, scoring, sources
 from shortlist.generation import compile_cache, engine, sampling
 from shortlist.models import config as models
-from shortlist.models import memory
+from shortlist.models import memory, precision
 from shortlist.sources import Family
 from shortlist.trainee import Trainee
 
@@ -48,7 +46,7 @@ def grpo_config(settings: Settings, output_dir: str):
             per_device_train_batch_size=settings.batch_per_device, gradient_accumulation_steps=settings.grad_accum,
             num_generations=trainee.group, max_completion_length=trainee.max_new_tokens, **trainee.sampling(),
             chat_template_kwargs={"enable_thinking": trainee.enable_thinking},
-            bf16=False, fp16=False,  # fp32: a T4 has no bf16, and fp16 gives NaN losses with Qwen3
+            bf16=False, fp16=False, tf32=False,  # fp32 (models/precision.py): a T4 has no bf16; fp16 NaNs Qwen3
             gradient_checkpointing=False, logging_steps=settings.logging_steps, report_to=[], disable_tqdm=True,
             # output_dir is the staging folder: the bookkeeper publishes each checkpoint whole and keeps the last
             save_strategy="steps" if settings.checkpoint_every else "no", save_steps=settings.checkpoint_every or 1,
@@ -110,6 +108,7 @@ def bookkeeping_callback(scorer: scoring.Scorer, key: str, prior: dict, log, che
                 f"{state.max_steps} under way")
 
         def on_step_begin(self, args, state, control, **kwargs):
+            precision.check(f"{key}, GRPO step {state.global_step + 1}")
             clock.begin()
 
         def on_step_end(self, args, state, control, **kwargs):
@@ -147,6 +146,7 @@ def progress_line(key: str, step: int, steps: int, logs: dict, seconds: float, d
 def run_trainer(trainer, resume: Path | None, folder: Path) -> None:
     """trainer.train() from a checkpoint. A full disk ends in one line, its half-written checkpoint removed
     (its space back, nothing a rerun would trust); the staging folder goes in any case (TRL's model card)."""
+    precision.fp32()  # building the trainer turned TF32 on (accelerate's dynamo plugin): fp32 is fp32
     try:
         trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     except Exception as e:

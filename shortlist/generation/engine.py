@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 import torch
 import transformers
 
-from shortlist.models import hf_internals
+from shortlist.models import hf_internals, precision
 
 VERIFIED = ("5.24.0",)  # transformers versions on which decode_static equalled generate() token for token
 CHECK_TOKENS = 24  # greedy tokens compared per row by the self-check
@@ -73,7 +73,7 @@ class Record:
         else:
             why = gate() or (None if self.served else "a logits processor the static loop cannot run")
         return {"engine": "generate" if why else "static", "why": why, "transformers": transformers.__version__,
-                "checks": list(self.checks)}
+                "checks": list(self.checks), "fp32_precision": precision.state()}  # as it is when read
 
 
 @dataclass

@@ -28,7 +28,7 @@ from shortlist import defaults
 from shortlist.generation import engine
 from shortlist.models import hf_internals
 from shortlist.generation.engine import completion_ids, quiet
-from shortlist.models import memory, tiny
+from shortlist.models import memory, precision, tiny
 from shortlist.models.config import ModelError, model_config, positions
 from shortlist.trainee import Trainee
 
@@ -57,6 +57,7 @@ def load(name: str, on: str | None = None) -> Loaded:
     transformers.utils.logging.disable_progress_bar()  # a bar per load would flood notebooks and logs
     model_config(name)
     memory.allocator()
+    precision.fp32()  # the trainee is fp32: TF32 off, whatever an import or an earlier trainer turned on
     path = str(tiny.ensure()) if name == tiny.NAME else name
     tokenizer = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(on or device())
@@ -222,6 +223,7 @@ class Sampler:
         """k samples per question, asked as trainee asks (the sampler's own, or it as it asks one
         source's families: Trainee.for_source)."""
         trainee = trainee or self.trainee
+        precision.check("sampling")  # every evaluation and screen draws at full fp32
         rows = [ids for ids in prompt_ids(self.tokenizer, trainee, questions) for _ in range(k)]
         new = trainee.max_new_tokens
         limit = positions(self.model.config)

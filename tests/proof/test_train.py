@@ -278,6 +278,29 @@ def test_grpo_config_is_the_seeds_in_fp32(tmp_path):
     assert (cfg.per_device_train_batch_size, cfg.gradient_accumulation_steps, cfg.num_generations) == (4, 8, 8)
     assert cfg.generation_batch_size == 32 and cfg.max_completion_length == s.profile.max_new_tokens == 128
     assert cfg.chat_template_kwargs == {"enable_thinking": False}
+    assert cfg.tf32 is False  # unset, a compiled run on a TF32 GPU trains in TF32 (shortlist/models/precision.py)
+
+
+def test_tf32_turned_on_while_the_trainer_is_built_is_off_for_every_step(run, tmp_path, monkeypatch):
+    # accelerate turns TF32 on inside the trainer's construction on a GPU (its dynamo plugin); here a config
+    # that does so stands in for it: the steps must still run at fp32 (each checks) and give the same outcome
+    import torch
+    from shortlist.models import precision
+    built = train.grpo_config
+
+    def turning_tf32_on(*args, **kwargs):
+        config = built(*args, **kwargs)
+        torch.backends.fp32_precision, torch.backends.cuda.matmul.allow_tf32 = "tf32", True
+        return config
+    monkeypatch.setattr(train, "grpo_config", turning_tf32_on)
+    s = fresh_folder(run, tmp_path)
+    try:
+        again = train.run_family(s, s.families[0], log=lambda *_: None)
+    finally:
+        tf32_left = precision.tf32_on()
+        precision.fp32()
+    assert tf32_left == [] and set(again.engine["train"]["fp32_precision"].values()) == {precision.IEEE}
+    same_outcome(run[1], again)
 
 
 
