@@ -35,8 +35,9 @@ def test_equal_scores_are_equal_and_a_differing_after_is_named(tmp_path):
     for i in range(8):
         family(ref, f"f{i}", before, [1, 1, 0, 0] * 50)
         family(mode, f"f{i}", before, [1, 1, 0, 0] * 50 if i else [1, 0, 1, 0] + [1, 1, 0, 0] * 49)  # 2 tasks swap
-    got = throughput.measure(mode, throughput.results(ref))
-    assert got["families"] == 8 and got["families_per_hour"] == 96.0
+    got = throughput.measure(mode, throughput.results(ref), wall_s=900.0)
+    assert got["families"] == 8 and got["families_per_hour"] == 96.0  # over the families' own 5 minutes
+    assert got["run_families_per_hour"] == 32.0  # over the whole run's 15 (predictions and report included)
     assert got["results_equal"] is False and got["differing"] == ["f0"] and got["before_equal"] is True
     # the same mean, 2 of 200 tasks the other way round: within the margin for every family, over 8 families
     assert got["equivalence"]["equivalent"] is True
