@@ -379,7 +379,7 @@ from accelerate.utils import TorchDynamoPlugin
 accelerate.Accelerator(dynamo_plugin=TorchDynamoPlugin(backend="inductor"))
 print("after Accelerator(dynamo inductor):", precision.state(), "error %.1e" % error())
 precision.fp32()
-print("after precision.fp32():", precision.state(), "error %.1e" % error(), "tf32 on:", precision.tf32_on())
+print("after precision.fp32():", precision.state(), "error %.1e" % error(), "reduced:", precision.reduced(only=None))
 EOP
     ;;
   share)

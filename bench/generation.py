@@ -32,6 +32,7 @@ from shortlist import provenance
 from proof import fast_grpo, settings as settings_, train, trl_internals  # noqa: E402
 from shortlist import sources  # noqa: E402
 from shortlist.generation import sampling
+from shortlist.models import precision
 from shortlist import scoring
 from shortlist import trainee as trainee_
 
@@ -128,6 +129,7 @@ def grpo_seconds_per_step(model_name: str, fast: bool, warmup: int, measured: in
     trainer = trl_internals.fast_trainer(fast_grpo.InferenceCopy(loaded.model), fast_grpo.generate, **arguments) if fast \
         else GRPOTrainer(**arguments)
     trainer.remove_callback(PrinterCallback)
+    precision.fp32()  # as proof.train.run_trainer: building the trainer turned TF32 on (shortlist/models/precision.py)
     started = time.perf_counter()
     trainer.train()
     if scorer:

@@ -14,6 +14,7 @@ from proof.records import Corrupt, FamilyResult
 from proof.report.load import Report, edited, marks, status, unchecked
 from proof.report.numbers import interval, p_text, rate, tidy
 from shortlist import page
+from shortlist.models import precision
 
 DEGENERATE_SHARE = 0.5  # a family whose completions are mostly cut off or repetitive is named above the headline
 TIMEOUT_SHARE = 0.01  # a family whose answers passed the scoring deadline more often than this is named too
@@ -60,6 +61,16 @@ def warnings(report: Report) -> list[str]:
             out.append(f"The fast decode engine disagreed with generate() in {where} and stepped aside: {e.get('why')}.")
         elif e.get("engine") == "generate" and e.get("why") and "transformers" in e["why"]:
             out.append(f"The fast decode engine was not used in {where}: {e['why']}.")
+        reduced = precision.reduced(e["fp32_precision"]) if isinstance(e.get("fp32_precision"), dict) else []
+        if reduced:
+            out.append(f"fp32 matmuls ran at reduced precision in {where} ({', '.join(reduced)}): not the fp32 the "
+                       f"trainee is run in.")
+    unrecorded = [r.family for r in report.done() if r.device.get("cuda") and isinstance(r.engine.get("train"), dict)
+                  and r.engine["train"].get("trainer") == "fast" and "fp32_precision" not in r.engine["train"]]
+    if unrecorded:
+        out.append(f"{len(unrecorded)} of {len(report.done())} families were trained on a GPU, compiled, by code that "
+                   f"did not record its matmul precision: such runs trained, and evaluated after training, in TF32 "
+                   f"on an Ampere-or-newer GPU and evaluated before training in fp32 (docs/speed.md, 'fp32 is fp32').")
     by_family: dict[str, list[str]] = {}
     for p in report.body["predictions"]:
         for what, share in (("cut at max_new_tokens", p.get("clipped", 0)),

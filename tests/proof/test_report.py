@@ -159,6 +159,26 @@ def test_an_engine_that_stepped_aside_is_named_above_the_headline(synthetic):
                         "the fast engine's greedy tokens differed from generate()'s in 3 of 32 rows."]
 
 
+@pytest.mark.parametrize("train, cuda, said", [
+    ({"engine": "static", "trainer": "fast", "fp32_precision": {"backends": "tf32", "cuda.matmul": "tf32"}}, True,
+     "fp32 matmuls ran at reduced precision in chain_sum (train) (backends, cuda.matmul): not the fp32"),
+    ({"engine": "static", "trainer": "fast"}, True,  # a GPU run from before the precision was recorded
+     "1 of 1 families were trained on a GPU, compiled, by code that did not record its matmul precision"),
+    ({"engine": "static", "trainer": "fast"}, False, None),  # on a CPU nothing compiled, and a CPU has no TF32
+    ({"engine": "static", "trainer": "fast", "fp32_precision": {"backends": "ieee", "cudnn.conv": "tf32"}}, True,
+     None)])
+def test_a_run_trained_at_reduced_precision_or_not_saying_is_named_above_the_headline(synthetic, train, cuda, said):
+    s = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP}})
+    path = files.result(s.out, "chain_sum")
+    record = files.read_json(path)
+    record["engine"]["train"], record["device"]["cuda"] = train, cuda
+    files.write_json(path, record)
+    seal.write(commit.committed(s.out, commit.READABLE)[1], s.out, "chain_sum")
+    warnings = report.warnings(report.load(s.out))
+    assert [w for w in warnings if "precision" in w] == ([] if said is None else [w for w in warnings if said in w])
+    assert said is None or len([w for w in warnings if said in w]) == 1
+
+
 def test_a_corrupt_result_is_shown_as_corrupt(synthetic):
     s = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP}})
     path = files.result(s.out, "chain_sum")

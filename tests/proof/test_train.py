@@ -297,10 +297,34 @@ def test_tf32_turned_on_while_the_trainer_is_built_is_off_for_every_step(run, tm
     try:
         again = train.run_family(s, s.families[0], log=lambda *_: None)
     finally:
-        tf32_left = precision.tf32_on()
+        tf32_left = precision.reduced()
         precision.fp32()
     assert tf32_left == [] and set(again.engine["train"]["fp32_precision"].values()) == {precision.IEEE}
     same_outcome(run[1], again)
+
+
+def test_tf32_turned_on_once_training_runs_stops_it_in_one_line_at_the_next_step(run, tmp_path, monkeypatch):
+    import torch
+    from transformers import TrainerCallback
+    from shortlist.models import precision
+    started = train.run_trainer
+
+    class TurnsTf32On(TrainerCallback):  # after run_trainer's fp32(): what only the per-step check can see
+        def on_train_begin(self, args, state, control, **kwargs):
+            torch.backends.fp32_precision, torch.backends.cuda.matmul.allow_tf32 = "tf32", True
+
+    def with_tf32_turned_on(trainer, *args):
+        trainer.add_callback(TurnsTf32On())
+        return started(trainer, *args)
+    monkeypatch.setattr(train, "run_trainer", with_tf32_turned_on)
+    s = fresh_folder(run, tmp_path)
+    try:
+        with pytest.raises(RuntimeError) as e:
+            train.run_family(s, s.families[0], log=lambda *_: None)
+    finally:
+        precision.fp32()
+    assert str(e.value).startswith(f"{run[1].family}, GRPO step 1: fp32 matmuls would run at reduced precision")
+    assert not files.result(s.out, run[1].slug).exists()
 
 
 
