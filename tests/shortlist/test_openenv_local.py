@@ -55,6 +55,7 @@ def test_a_local_server_serves_the_direct_sources_tasks_and_scores_and_is_stoppe
     assert os.environ == environ  # nothing of the choice went into the environment
 
 
+@needs_openenv  # without the extra the server exits on its missing uvicorn, before it reads the broken app
 def test_a_local_server_that_does_not_come_up_is_one_line_with_its_stderr_and_is_stopped(tmp_path, monkeypatch):
     (tmp_path / "broken.py").write_text("raise SystemExit('no such environment here')\n")
     with pytest.raises(local.LocalError, match=r"the server exited .*no such environment here"):
