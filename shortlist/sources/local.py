@@ -45,6 +45,9 @@ def check(app: str) -> None:
         raise LocalError(f"--env-local {app!r}: give FILE.py:APP or MODULE:APP (APP: the app's variable)")
     if where.endswith(".py") and not os.path.isfile(where):
         raise LocalError(f"--env-local {app!r}: no file {where}")
+    if importlib.util.find_spec("uvicorn") is None:  # the server would exit on its import, in a traceback's words
+        raise LocalError(f"--env-local {app!r}: serving an environment needs the OpenEnv extra (uvicorn): "
+                         "pip install -e '.[openenv]' (make openenv)")
 
 
 @contextlib.contextmanager

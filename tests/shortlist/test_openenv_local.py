@@ -1,6 +1,7 @@
 """The run's source choice (source.Choice) as the one way a source and its options reach a process, and a
 local environment Shortlist serves itself (--env-local, sources/local.py), against the real fixture
 server rg_openenv.py started on 127.0.0.1."""
+import importlib.util
 import os
 import re
 import signal
@@ -70,6 +71,17 @@ def test_a_local_server_that_does_not_come_up_is_one_line_with_its_stderr_and_is
     for bad in ("app", "nothere.py:app", "module:not an identifier"):
         with pytest.raises(local.LocalError, match="--env-local"):
             local.check(bad)
+
+
+def test_serving_without_the_openenv_extra_is_one_line_naming_it_before_any_server_starts(monkeypatch):
+    found = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "uvicorn" else found(name, *a))
+    with pytest.raises(local.LocalError) as e:
+        with local.served(APP):
+            pass
+    assert str(e.value) == (f"--env-local {APP!r}: serving an environment needs the OpenEnv extra (uvicorn): "
+                            "pip install -e '.[openenv]' (make openenv)")
+    assert servers(os.getpid()) == []
 
 
 @needs_openenv
