@@ -29,7 +29,8 @@
 #   modes      .whl                       (SHORTLIST_COMMIT) bench/throughput.py --warm over MODES (default 8mps cold, then
 #                                         8mps-w1 and 8mps-w2 on copies of its compile cache), MODE_FAMILIES (8) specs of
 #                                         examples/smollm2-22, MODE_STEPS (20) steps, in the background (after model-1,
-#                                         model-2; then waitmodes)
+#                                         model-2; then waitmodes). On an H100 a cold mode of 8 at 20 steps took 899 s
+#                                         (01 140 s, 03 277 s): three modes do not fit one session's 30 device minutes
 #   waitmodes S (none)                    waits up to S seconds, then brings back modes.json, the families' results, each
 #                                         mode's log and every executed notebook's cell timings (cells.json)
 #   tf32       .whl                       what a GRPO run's libraries do to fp32 on this GPU: TF32's switches after
