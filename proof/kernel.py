@@ -12,6 +12,11 @@ proof/runner.py names it for the batch), so that both paths start the same kerne
 - Its shutdown asks it to stop without interrupting it first: jupyter_client sends SIGINT before every shutdown,
   and an idle kernel logs that as "[IPKernelApp] ERROR | KeyboardInterrupt caught in kernel" in a run that went
   well (a kernel that does not stop is still killed, by jupyter_client or the job).
+- A refusal in a cell ends papermill's command line in its one line (exit 2), not under papermill's traceback:
+  papermill imports this module with its engines, and refusals() puts a sys.excepthook in front of Python's that
+  reads only an uncaught PapermillExecutionError whose cell traceback is one line, which is how a refusal
+  (shortlist.errors.OneLine, _render_traceback_) comes back from the kernel; everything else goes to the hook
+  that was there. The batch catches papermill's errors itself (proof/runner.py) and never reaches it.
 """
 from __future__ import annotations
 
@@ -19,6 +24,28 @@ import os
 import shutil
 
 NAME = "shortlist"
+REFUSED = 2  # shortlist.errors.OneLine.exit_code: the command lines' status for a refusal of the input
+
+
+def refusals() -> None:
+    """Python's last word on an uncaught refusal from a notebook's cell: its one line, exit REFUSED."""
+    import sys
+    if getattr(sys.excepthook, "shortlist_refusals", False):
+        return
+    before = sys.excepthook
+
+    def hook(kind, error, tb):
+        lines = getattr(error, "traceback", None)
+        if kind.__name__ == "PapermillExecutionError" and isinstance(lines, list) and len(lines) == 1:
+            from papermill.exceptions import strip_color
+            print(f"papermill: In [{error.exec_count}]: {strip_color(lines[0])}", file=sys.stderr, flush=True)
+            sys.exit(REFUSED)
+        before(kind, error, tb)
+    hook.shortlist_refusals = True
+    sys.excepthook = hook
+
+
+refusals()
 
 
 def __getattr__(name: str):

@@ -64,3 +64,30 @@ def test_one_engine_class_whatever_is_imported_first(first):
             "print(e.papermill_engines.get_engine('shortlist') is k.Engine is k._engine())")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "True"
+
+
+@pytest.mark.parametrize("raised, status", [
+    ("from shortlist.errors import OneLine\nraise OneLine('steps = 4 in the parameters cell: give a new out')", 2),
+    ("raise ValueError('a bug, not a refusal')", 1)])
+def test_a_refusal_in_a_cell_ends_papermill_by_hand_in_its_one_line(tmp_path, raised, status):
+    cells = [nbformat.v4.new_code_cell("out = ''", metadata={"tags": ["parameters"]}),
+             nbformat.v4.new_code_cell(raised)]
+    nb = nbformat.v4.new_notebook(cells=cells)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    (tmp_path / "nb.ipynb").write_text(nbformat.writes(nb))
+    temp = Path(tempfile.mkdtemp(prefix="k", dir="/tmp"))  # an ipc socket's path must fit AF_UNIX's 108 bytes
+    try:
+        done = subprocess.run([sys.executable, "-m", "papermill", str(tmp_path / "nb.ipynb"),
+                               str(tmp_path / "run.ipynb"), "--engine", kernel.NAME], capture_output=True, text=True,
+                              env=dict(os.environ, TMPDIR=str(temp)), timeout=300)
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+    assert done.returncode == status, done.stderr[-2000:]
+    if status == 2:  # the refusal's line is the command's last word: no traceback of papermill's around it
+        assert done.stderr.strip().splitlines()[-1] == ("papermill: In [2]: OneLine: steps = 4 in the parameters "
+                                                        "cell: give a new out")
+        assert "Traceback" not in done.stderr and "PapermillExecutionError" not in done.stderr
+    else:  # anything else keeps its whole story
+        assert "Traceback (most recent call last)" in done.stderr and "a bug, not a refusal" in done.stderr
+    # papermill still wrote the executed notebook, the error in it
+    assert nbformat.read(tmp_path / "run.ipynb", as_version=4).cells[-1].outputs[-1]["output_type"] == "error"
