@@ -18,7 +18,11 @@ from shortlist import output
 from shortlist.errors import OneLine
 
 NAME = "tiny"
-VERSION = 2  # bump when the recipe changes: the cache folder is keyed by it
+VERSION = 3  # bump when the recipe changes: the cache folder is keyed by it (3: built on BUILD_THREADS threads)
+# torch's threads while it trains: 300 AdamW steps amplify another thread count's float order into other weights
+# (1 thread gave another model than 2), so a Ray worker (OMP_NUM_THREADS=1) or a machine with more cores built a
+# tiny unlike the one its run committed; 2 gives, on this project's 2-core machines, the weights versions 2 had
+BUILD_THREADS = 2
 TAUGHT = ("chain_sum(max_terms=2, max_digits=1)", "leg_counting(min_animals=1, max_animals=1, max_instances=2)",
           "basic_arithmetic(max_terms=2, max_digits=1, operators=['+', '-'], allow_parentheses=False, allow_negation=False)")
 TEXT_ONLY = ("letter_counting", "word_sorting", "propositional_logic", "products")  # seen by the tokenizer only
@@ -96,11 +100,16 @@ def build(dest: Path) -> None:
     config = Qwen3Config(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                          num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=1024,
                          tie_word_embeddings=True, bos_token_id=None, eos_token_id=im_end, pad_token_id=pad)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(BUILD_THREADS)
     torch.manual_seed(seed())
     model = Qwen3ForCausalLM(config)
     model.generation_config = GenerationConfig(  # Qwen3-0.6B's own, which sampling must override
         do_sample=True, temperature=0.6, top_k=20, top_p=0.95, eos_token_id=[im_end, pad], pad_token_id=pad)
-    _teach(model, tok, taught, replies)
+    try:
+        _teach(model, tok, taught, replies)
+    finally:
+        torch.set_num_threads(threads)
     model.save_pretrained(dest)
     tok.save_pretrained(dest)
     say(f"built the tiny model in {time.monotonic() - started:.0f} s")

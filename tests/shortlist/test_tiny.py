@@ -114,3 +114,20 @@ def test_the_build_says_what_it_does_at_least_every_heartbeat(tiny_model, monkey
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.splitlines() == [f"building the tiny model: training step {i} of 3" for i in range(3)]
+
+
+def test_the_build_is_the_same_model_whatever_the_thread_count(tmp_path):
+    # a Ray worker runs with OMP_NUM_THREADS=1 (the suite's xdist workers too), a driver with every core: both
+    # must build the weights the run committed (before BUILD_THREADS, 1 thread built another model than 2)
+    import os
+    import subprocess
+    import sys
+    code = "from shortlist.models import tiny; print(tiny.fingerprint(tiny.ensure()))"
+    built = {}
+    for threads in ("1", "3"):
+        env = dict(os.environ, OMP_NUM_THREADS=threads, SHORTLIST_CACHE=str(tmp_path / threads))
+        env.pop("SHORTLIST_TINY_SEED", None)
+        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-2000:]
+        built[threads] = done.stdout.strip()
+    assert built["1"] == built["3"]
