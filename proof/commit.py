@@ -185,6 +185,17 @@ def verified(settings: Settings, family: str | None = None) -> tuple[dict, str]:
     return body, recorded
 
 
+def same_model(settings: Settings, body: dict, here: dict) -> None:
+    """Refuse, in one line and before the model loads, to train another model than the one the predictions were
+    screened on: a hub model at another commit, a local folder whose files changed. A commitment that recorded no
+    revision (a local folder, before folders were fingerprinted) cannot be compared: the report says which it was."""
+    theirs = (body.get("model") or {}).get("revision")
+    if theirs is not None and here["revision"] is not None and here["revision"] != theirs:
+        raise CommitError(f"the model {here['name']} is revision {here['revision']} here, not the committed {theirs}: "
+                          f"restore that revision, or give a new {settings_.spoken_name('out')} to commit new "
+                          f"predictions for this one ({files.predictions(settings.out)} holds these)")
+
+
 def _left_to_the_same(settings: Settings, body: dict, name: str) -> bool:
     """Whether the trainee leaves a convention (system_prompt, extraction) to the sources that the committed
     trainee set outright to what every committed family's source declares: the same asking, from a run

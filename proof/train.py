@@ -26,8 +26,7 @@ from proof.records import Evaluation, FamilyResult
 from proof.settings import Settings
 from shortlist import audit, executors, output, provenance, scoring, sources
 from shortlist.generation import compile_cache, engine, sampling
-from shortlist.models import config as models
-from shortlist.models import memory, precision
+from shortlist.models import config as models, memory, precision
 from shortlist.sources import Family
 from shortlist.trainee import Trainee
 
@@ -279,6 +278,7 @@ def check(settings: Settings, family, log=print) -> Run:
     run.tasks = commit.family_tasks(settings, family, commit.held_out(body, family.key))
     commit.tasks_verified(body, family, run.tasks)
     config = models.model_config(settings.profile.model)
+    commit.same_model(settings, body, models.identity(settings.profile.model))  # so a stored before.json is this model's
     models.check_fits(config, settings.profile)
     models.check_device(settings.profile.model, settings.cpu)
     gpu = None if settings.cpu else memory.usable_bytes()

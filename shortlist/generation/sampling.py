@@ -29,7 +29,7 @@ from shortlist.generation import engine
 from shortlist.models import hf_internals
 from shortlist.generation.engine import completion_ids, quiet
 from shortlist.models import memory, precision, tiny
-from shortlist.models.config import ModelError, model_config, positions
+from shortlist.models.config import ModelError, identity, model_config, positions
 from shortlist.trainee import Trainee
 
 SAMPLE_BATCH = defaults.SAMPLE_BATCH
@@ -67,8 +67,8 @@ def load(name: str, on: str | None = None) -> Loaded:
     # samples this model first finds in the compile cache the decode graph an earlier process's GRPO compiled
     model.requires_grad_(False)
     prepare(model, tokenizer)
-    revision = tiny.fingerprint(tiny.path()) if name == tiny.NAME else hf_internals.revision(model.config)
-    return Loaded(model, tokenizer, {"name": name, "path": path, "revision": revision})
+    # the revision a commitment records and training checks (proof/commit.same_model): a local folder's is its files'
+    return Loaded(model, tokenizer, {"name": name, "path": path, "revision": identity(name)["revision"]})
 
 
 def prepare(model, tokenizer) -> None:

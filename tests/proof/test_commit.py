@@ -253,3 +253,35 @@ def test_a_reason_not_to_judge_prints_its_shares_at_the_precision_they_carry():
     from proof import commit
     why = commit.not_judged({"verdict": "guessable", "ceiling": 1.0, "guess": 22 / 24, "guess_answer": "'0'"}, None)
     assert why == ["guessable (ceiling 1.00, guess rate 0.92 by '0')"]
+
+
+def test_a_model_whose_files_changed_since_the_commitment_is_refused_before_it_loads(tmp_path, no_model_loads):
+    """A local folder's revision is its files' digest (models.config.identity, recorded by sampling.load): training
+    the same name after its weights changed would train another model than the one screened, and reuse the stored
+    evaluation before training of the first."""
+    import shutil
+    from shortlist.models import config as models, tiny
+    folder = tmp_path / "model"
+    shutil.copytree(tiny.ensure(), folder)
+    s = settings_.make("smoke", model=str(folder), cpu=True, out=str(tmp_path / "run"))
+    screens = [screening.summarize(f, [[1.0, 0.0] * 4] * 8, 1.0, s.profile).as_dict() for f in s.families]
+    built = {f: commit.family_tasks(s, f) for f in s.families}
+    here = models.identity(str(folder))
+    assert here["revision"].startswith("files:") and here["revision"] != models.identity(tiny.NAME)["revision"]
+    commit.write(s, screens, here | {"path": str(folder)}, {"deadline_s": 1.0}, {"engine": "static", "why": None,
+                 "checks": []}, {f: commit.fingerprints(b) for f, b in built.items()},
+                 {f: b["heldout"] for f, b in built.items()})
+    body, _ = commit.verified(s)
+    train.check(s, s.families[0])  # the same files: no refusal (and no model loaded)
+    weights = next(p for p in folder.iterdir() if p.suffix == ".safetensors")
+    weights.write_bytes(weights.read_bytes()[:-1] + bytes([weights.read_bytes()[-1] ^ 1]))  # one bit of the weights
+    with pytest.raises(CommitError, match=rf"the model {folder} is revision files:\w+ here, not the committed "
+                                          rf"{here['revision']}: restore that revision, or give a new --out") as e:
+        train.run_family(s, s.families[0])
+    assert "\n" not in str(e.value)
+    commit.same_model(s, body | {"model": here | {"revision": None}}, models.identity(str(folder)))  # none recorded
+
+
+def test_the_loaded_models_revision_is_the_one_training_checks(tiny_model):
+    from shortlist.models import config as models
+    assert tiny_model.source["revision"] == models.identity("tiny")["revision"]

@@ -14,8 +14,7 @@ from shortlist.sources import source
 def meant():
     source.register("meant", "meant_source")  # tests/fixtures/sources/meant_source.py
     yield
-    source.SOURCES.pop("meant", None)
-    source._loaded.pop("meant", None)
+    source.reset()
 
 
 @pytest.fixture
