@@ -25,7 +25,7 @@ import textwrap
 
 # only what the parser needs: --help imports no environment, no torch (the rest once the input is parsed)
 from proof import settings as settings_
-from shortlist import cli, executors, sources
+from shortlist import cli, executors, sources, trainee
 from shortlist.errors import OneLine
 from shortlist.sources import flags
 from shortlist.sources import source as source_
@@ -65,7 +65,7 @@ def _parser() -> argparse.ArgumentParser:
                           "smoke: the whole pipeline on the offline tiny model in minutes on a CPU, into "
                           f"{settings_.PRESETS['smoke']['out']} (its numbers mean nothing)")
     run.add_argument("--model", help="a hub name, a local folder, or 'tiny' (default: the trainee's own)")
-    run.add_argument("--trainee", help="a profile (qwen3, smollm2), 'profile(field=value, ...)', or a .json file "
+    run.add_argument("--trainee", help=f"a profile ({', '.join(trainee.PROFILES)}), 'profile(field=value, ...)', or a .json file "
                                        f"(default: the preset's, {settings_.DEFAULTS['trainee']} for full)")
     run.add_argument("--families", help="comma-separated family specs (default: the preset's; full: "
                                         f"{', '.join(settings_.DEFAULTS['families'])})")

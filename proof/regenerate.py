@@ -61,7 +61,7 @@ class Regenerator:
             loaded = self.base(name)
         except (OSError, ValueError, RuntimeError) as e:  # a model this machine cannot have: nothing is wrong
             return [], [f"answers drawn again: the committed model {name} cannot be loaded here ({one_line(e)})"]
-        if loaded.source.get("revision") != body.get("model", {}).get("revision"):
+        if commit.other_revision(body.get("model", {}).get("revision"), loaded.source.get("revision")):
             return [], [f"answers drawn again: the model here ({loaded.source.get('revision')}) is not the committed "
                         f"revision ({body.get('model', {}).get('revision')})"]
         n = result.after.n

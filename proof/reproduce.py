@@ -75,7 +75,7 @@ def differences(recorded: FamilyResult, again: FamilyResult) -> list[str]:
     if counts[0] != counts[1]:
         why.append(f"scoring: recorded {counts[0]}, again {counts[1]}")
     identity = [{k: r.model.get(k) for k in ("name", "revision")} for r in (recorded, again)]
-    if identity[0] != identity[1]:
+    if identity[0]["name"] != identity[1]["name"] or commit.other_revision(*(i["revision"] for i in identity)):
         why.append(f"model: recorded {identity[0]}, again {identity[1]}")
     return why
 

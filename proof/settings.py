@@ -45,7 +45,7 @@ class SettingsError(OneLine, ValueError):
 @dataclass(frozen=True)
 class Settings:
     # no "=" in a help: papermill cannot read a parameters line holding two (proof/notebook.py writes it there)
-    trainee: str = setting(defaults.TRAINEE, "a profile (qwen3, smollm2: shortlist/trainee.py), one with overrides "
+    trainee: str = setting(defaults.TRAINEE, "a profile named in shortlist/trainee.py, one with overrides "
                                              "(as --trainee takes them), a .json file, or a record")
     model: str = setting("", 'a hub name, a local folder, or "tiny" (built offline); "": the trainee\'s own')
     families: tuple = setting(sources.DEFAULT, "comma-separated family specs")

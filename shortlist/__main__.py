@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 # only what the parser needs: --help imports no environment, no torch (the rest once the input is parsed)
-from shortlist import cli, defaults, executors, sources
+from shortlist import cli, defaults, executors, sources, trainee
 from shortlist.sources import flags
 from shortlist.errors import OneLine
 
@@ -41,7 +41,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True)
     sc = sub.add_parser("screen", help="sample a model on families and print a verdict per family", description=SCREEN,
                         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=rest)
-    sc.add_argument("--trainee", default=defaults.TRAINEE, help="a profile (qwen3, smollm2), 'profile(field=value, ...)', "
+    sc.add_argument("--trainee", default=defaults.TRAINEE, help=f"a profile ({', '.join(trainee.PROFILES)}), 'profile(field=value, ...)', "
                                                        "or a .json file (default: %(default)s)")
     sc.add_argument("--model", help="a hub name, a local folder, or 'tiny' (offline); default: the trainee's own")
     sc.add_argument("--families", help=f"default: {', '.join(sources.DEFAULT)}; with --levels, names only")

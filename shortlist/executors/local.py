@@ -108,7 +108,7 @@ class Local(Executor):
 
     def _start(self, job: Job, slot: int, out, log):
         gpu, n = (None, 1) if job.alone else self.slots[slot]
-        where = {"executor": "local", "node": socket.gethostname(), "slot": None if job.alone else slot + 1,
+        where = {"executor": self.name, "node": socket.gethostname(), "slot": None if job.alone else slot + 1,
                  "slots": len(self.slots), "gpu": gpu, "per_gpu": n if gpu is not None else None,
                  "mps": gpu is not None and self.mps is not None}
         scratch = Path(leftovers.make("shortlist-job-"))  # a batch killed -9 leaves it: the next run removes it

@@ -120,6 +120,16 @@ def test_without_a_gpu_jobs_run_one_at_a_time_and_a_job_gets_its_files(jobs, mon
     assert a["seen"]["CUDA_VISIBLE_DEVICES"] is None and ran[0].where["gpu"] is None
 
 
+def test_a_job_records_the_executor_that_ran_it_by_its_registered_name(jobs):
+    """An executor built on Local (a registry entry of its own) is recorded as itself, not as "local"."""
+    make, out = jobs
+
+    class Cpu(executors.Local):
+        name = "cpu"
+    [ran] = Cpu({}).run([make("a")], out, log=lambda line: None)
+    assert ran.where["executor"] == "cpu" == json.loads(json.loads((out / "a.json").read_text())["seen"]
+                                                        ["SHORTLIST_PLACEMENT"])["executor"]
+
 def test_a_job_that_dies_ends_with_its_status_and_the_others_go_on(jobs, tmp_path):
     make, out = jobs
     (tmp_path / "mods" / "dies.py").write_text("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
