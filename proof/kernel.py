@@ -24,11 +24,11 @@ import os
 import shutil
 
 NAME = "shortlist"
-REFUSED = 2  # shortlist.errors.OneLine.exit_code: the command lines' status for a refusal of the input
 
 
 def refusals() -> None:
-    """Python's last word on an uncaught refusal from a notebook's cell: its one line, exit REFUSED."""
+    """Python's last word on an uncaught refusal from a notebook's cell: its one line, and the command lines' status
+    for a refusal (shortlist.errors.OneLine.exit_code)."""
     import sys
     if getattr(sys.excepthook, "shortlist_refusals", False):
         return
@@ -38,8 +38,10 @@ def refusals() -> None:
         lines = getattr(error, "traceback", None)
         if kind.__name__ == "PapermillExecutionError" and isinstance(lines, list) and len(lines) == 1:
             from papermill.exceptions import strip_color
+
+            from shortlist.errors import OneLine
             print(f"papermill: In [{error.exec_count}]: {strip_color(lines[0])}", file=sys.stderr, flush=True)
-            sys.exit(REFUSED)
+            sys.exit(OneLine.exit_code)
         before(kind, error, tb)
     hook.shortlist_refusals = True
     sys.excepthook = hook
