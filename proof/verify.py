@@ -22,7 +22,8 @@ trains it again).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+import time
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from proof import adapter, commit, evidence, files, records, seal, stats
@@ -44,6 +45,7 @@ class Verdict:
     path: str
     reasons: tuple = ()
     unchecked: tuple = ()  # the checks that could not run (an older run's, a model this machine lacks), and why
+    seconds: dict = field(default_factory=dict, compare=False)  # what the costly checks took: rescored, regenerated
 
     @property
     def ok(self) -> bool:
@@ -90,13 +92,15 @@ def family(out, body: dict, sha: str, result: FamilyResult, scorer, model=None) 
     reasons = [*committed(body, sha, result), *statistics(body, result), *seeds(body, result),
                *before_file(out, body, sha, result), *counts(body, result), *engines(result),
                *sealed(out, body, sha, result)]
-    unchecked = _unchecked(out, body, result)
+    unchecked, seconds, started = _unchecked(out, body, result), {}, time.perf_counter()
     if not reasons:
         reasons += rescored(body, result, scorer)
+        seconds["rescored"], started = time.perf_counter() - started, time.perf_counter()
     if not reasons:
         why, could_not = regenerated(out, body, result, model)
         reasons, unchecked = reasons + why, unchecked + could_not
-    return Verdict(path, tuple(reasons), tuple(unchecked))
+        seconds["regenerated"] = time.perf_counter() - started
+    return Verdict(path, tuple(reasons), tuple(unchecked), seconds)
 
 
 def _unchecked(out, body: dict, result: FamilyResult) -> list[str]:

@@ -8,6 +8,7 @@ its tasks, its seal, its commitment) is Corrupt, with the file and the reasons, 
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +30,7 @@ class Report:
     evidence: dict = field(default_factory=dict)  # family key -> evidence.Evidence
     unchecked: dict = field(default_factory=dict)  # family key -> the checks of proof/verify.py that could not run
     edited: list = field(default_factory=list)  # what proof/seal.py finds edited in 01's and the 02s' executed notebooks
+    checking: dict = field(default_factory=dict)  # seconds this load spent: checking each family again, and gathering the evidence
 
     @property
     def settings(self) -> dict:
@@ -48,23 +50,25 @@ def load(out, scorer=None) -> Report:
     one Regenerator (the committed model, loaded once when first needed)."""
     from proof import regenerate
     body, sha = commit.committed(out, commit.READABLE)
-    results, unchecked = {}, {}
+    results, unchecked, checking = {}, {}, {}
     with verify.scorer_for(body, scorer) as scoring, regenerate.Regenerator() as model:
         for key in body["families"]:
             result = records.read(files.result(out, sources.parse(key).slug), sha)
             if isinstance(result, FamilyResult):
                 verdict = verify.family(out, body, sha, result, scoring, model)
                 result = result if verdict.ok else Corrupt(verdict.path, verdict.line(out))
-                unchecked[key] = verdict.unchecked
+                unchecked[key], checking[key] = verdict.unchecked, verdict.seconds
             if result is not None:
                 results[key] = result
         done = [results[k] for k in body["families"] if isinstance(results.get(k), FamilyResult)]
+        started = time.perf_counter()
         found = evidence.gather(body, results, scoring)
+        checking["evidence"] = time.perf_counter() - started
     analyses = {r.family: analysis.family(r, body["settings"], found[r.family], body["trainee"]) for r in done}
     across = analysis.across(body["predictions"], done, [analyses[r.family] for r in done], body["trainee"],
                              {"power": power(body, found)}, failed_judged(body, results))
     return Report(Path(out), body, sha, results, analyses, across, Trainee.from_dict(body["trainee"]), found,
-                  unchecked, verify.record(out, report=False))
+                  unchecked, verify.record(out, report=False), checking)
 
 
 def failed_judged(body: dict, results: dict) -> tuple:

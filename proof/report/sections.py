@@ -143,7 +143,12 @@ def _forest(report: Report) -> str:
 
 
 def _runs(report: Report) -> str:
-    return "Wall time of each family's parts, and the decode engine each used."
+    spent = report.checking
+    families = [v for k, v in spent.items() if isinstance(v, dict)]
+    return ("Wall time of each family's parts, and the decode engine each used. The last columns are this report's "
+            "own checks of each result: its answers scored again in the sandbox, and drawn again from the model"
+            + (f" ({sum(sum(v.values()) for v in families):.0f} s in all; gathering the evidence "
+               f"{spent.get('evidence', 0):.0f} s)." if families else "."))
 
 
 def _sides(report: Report) -> str:

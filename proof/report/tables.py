@@ -220,6 +220,9 @@ def examples_table(report: Report):
     return _table(rows, {"score before": SHARE, "score after": SHARE}, text=("before", "after"))
 
 
+CHECKING = (("rescored", "scored again"), ("regenerated", "drawn again"))  # proof/verify.py's costly checks
+
+
 def runs_table(report: Report):
     """Time per family, in seconds, and which decode engine served it."""
     rows = []
@@ -229,9 +232,10 @@ def runs_table(report: Report):
                      "evaluation after (s)": t.get("eval_after_s"), "s per step": t.get("seconds_per_step"),
                      "median step (s)": t.get("median_step_s"), "first step (s)": t.get("first_step_s"),
                      "resumed at step": t.get("resumed_at_step"),
-                     "engine": ", ".join(sorted({e.get("engine", "?") for e in r.engine.values()}))})
+                     "engine": ", ".join(sorted({e.get("engine", "?") for e in r.engine.values()})),
+                     **{f"report: {what} (s)": report.checking.get(r.family, {}).get(key) for key, what in CHECKING}})
     return _table(rows, {c: SECONDS for c in ("evaluation before (s)", "training (s)", "evaluation after (s)",
-                                              "first step (s)")}
+                                              "first step (s)", *(f"report: {what} (s)" for _, what in CHECKING))}
                   | {"s per step": "{:.2f}", "median step (s)": "{:.2f}", "resumed at step": COUNT})
 
 

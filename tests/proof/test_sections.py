@@ -38,3 +38,21 @@ def test_below_three_finished_families_the_correlations_section_is_one_sentence(
     s = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP}})
     [only] = report.section(report.load(s.out), "correlations")
     assert "Only 1 family finished: ranks need 3 at least, so no correlation or scatter is shown." in only.data
+
+
+def test_the_runs_section_says_what_the_reports_own_checks_of_each_result_took(synthetic, monkeypatch):
+    """Where a report's time goes (issue 39: 03 took 277 s for 8 families on an H100): the answers scored again
+    and drawn again, per family, and the evidence gathered, timed by the load that did them."""
+    import time
+
+    from proof import verify
+    s = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP}})
+    monkeypatch.setattr(verify, "rescored", lambda *args: (time.sleep(0.2), [])[1])
+    r = report.load(s.out)
+    spent = r.checking["chain_sum"]
+    assert spent["rescored"] >= 0.2 and 0 <= spent["regenerated"] < 0.2 and r.checking["evidence"] >= 0
+    frame = sections.SECTIONS["runs"].table(r).data
+    assert frame.loc[0, "report: scored again (s)"] == spent["rescored"]
+    assert frame.loc[0, "report: drawn again (s)"] == spent["regenerated"]
+    caption = sections.caption(r, "runs").data
+    assert f"({sum(spent.values()):.0f} s in all; gathering the evidence" in caption
