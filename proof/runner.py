@@ -275,7 +275,7 @@ def _run(settings: Settings, notebooks: Notebooks, log, executor: executors.Exec
     parameters = kernel_parameters(settings)
     out_nb = files.notebooks(settings.out)
     try:
-        _, sha = commit.verified(settings)
+        body, sha = commit.verified(settings)
         log(f"01_predict: kept, predictions verify (sha256 {sha[:12]}…)")
     except commit.NotCommitted:  # the model was checked before the lock (run)
         log("01_predict: screening every family and committing the predictions")
@@ -286,12 +286,12 @@ def _run(settings: Settings, notebooks: Notebooks, log, executor: executors.Exec
         reason = finish(ran, out_nb / PREDICT)
         if reason:
             raise RuntimeError(f"01_predict failed: {reason} (see {out_nb / PREDICT})")
-        _, sha = commit.verified(settings)
+        body, sha = commit.verified(settings)
         stamp(out_nb / PREDICT, sha, settings)
         log(f"01_predict: done ({ran.seconds:.0f} s), predictions committed (sha256 {sha[:12]}…)")
     todo = pending(settings, sha, log)
     if todo:
-        _check_model(settings, executor.remote)  # a result that failed verification: this machine must train it
+        _check_model(settings, executor.remote, body)  # a result that failed verification: this machine must train it
     log(f"02_train_family: {len(todo)} of {len(settings.families)} families to run"
         + (f" ({len(settings.families) - len(todo)} already done)" if len(todo) < len(settings.families) else ""))
     jobs = {f"02 {key}": key for key in todo}
@@ -308,11 +308,14 @@ def _run(settings: Settings, notebooks: Notebooks, log, executor: executors.Exec
     return Outcome(html, failures)
 
 
-def _check_model(settings: Settings, remote: bool) -> None:
+def _check_model(settings: Settings, remote: bool, body: dict | None = None) -> None:
     """The model can be had, fits the trainee, and has a GPU to train on (or is the tiny one); on a Ray
-    cluster the GPUs are the workers', not this machine's."""
+    cluster the GPUs are the workers', not this machine's. With the commitment, it is the committed model
+    (each 02 checks again; this says it once, before any family starts)."""
     from shortlist.models import config as models
     models.check_fits(models.model_config(settings.profile.model), settings.profile)
+    if body is not None:
+        commit.same_model(settings, body, models.identity(settings.profile.model))
     if not remote:
         models.check_device(settings.profile.model, settings.cpu)
 

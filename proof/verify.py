@@ -151,8 +151,9 @@ def committed(body: dict, sha: str, result: FamilyResult) -> list[str]:
         why.append("its settings are not the committed ones")
     if result.trainee != body["trainee"]:
         why.append("its trainee is not the committed one")
-    if _model(result.model) != _model(body.get("model", {})):
-        why.append(f"its model ({_model(result.model)}) is not the committed one ({_model(body.get('model', {}))})")
+    ours, theirs = _model(result.model), _model(body.get("model", {}))
+    if ours["name"] != theirs["name"] or (theirs["revision"] is not None and ours["revision"] != theirs["revision"]):
+        why.append(f"its model ({ours}) is not the committed one ({theirs})")  # None committed: any revision since
     return why
 
 

@@ -114,11 +114,18 @@ def identity(name: str) -> dict:
     folder = Path(name).expanduser()
     if folder.is_dir():
         digest = hashlib.sha256()
-        for path in sorted(p for p in folder.iterdir() if p.is_file()):
+        for path in sorted(p for p in folder.iterdir() if p.is_file() and not _not_the_model(p.name)):
             digest.update(path.name.encode() + b"\0")
             with open(path, "rb") as f:
                 for block in iter(lambda: f.read(1 << 24), b""):
                     digest.update(block)
         return {"name": name, "revision": "files:" + digest.hexdigest()[:16]}
     from shortlist.models import hf_internals  # transformers' private attribute, behind its adapter
-    return {"name": name, "revision": hf_internals.revision(model_config(name))}
+    model_config(name)  # fetched (or found in the cache) first, as loading it would
+    return {"name": name, "revision": hf_internals.revision(name)}
+
+
+def _not_the_model(filename: str) -> bool:
+    """A file of a model folder that no loader reads: a README, a licence, git's or the hub's dotfiles."""
+    return filename.startswith(".") or filename.lower().endswith((".md", ".txt.license")) or \
+        filename.upper().startswith(("LICENSE", "LICENCE", "NOTICE"))

@@ -14,7 +14,9 @@ model: a model copied for GRPO's generation (proof/fast_grpo.InferenceCopy) must
 cache length asked for is transformers' own memo on the model (_previous_max_cache_length), which
 generate() sizes its caches by too. NOT_COPIED lists what transformers parks on a model that a copy
 must not take (a compiled forward is bound to the model it was compiled for): plain_copy() leaves it.
-A hub model's revision is the commit its config was loaded from (config._commit_hash): revision().
+A hub model's revision is the commit its cached config.json sits under (the snapshots/<commit>/ folder of the hub
+cache, read by transformers' extract_commit_hash): revision(). transformers 5 no longer keeps config._commit_hash,
+which this read before, so every hub model's revision was None and nothing could tell two commits apart.
 """
 from __future__ import annotations
 
@@ -28,9 +30,11 @@ NOT_COPIED = ("_compiled_call", "_last_compile_config")
 _caches: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # model -> ((rows, length), StaticCache)
 
 
-def revision(config) -> str | None:
-    """The hub commit a config (and its model) was loaded from; None for a local folder."""
-    return getattr(config, "_commit_hash", None)
+def revision(name: str) -> str | None:
+    """The hub commit a model's config is cached from (in an offline session, the cached one), or None where the
+    hub cache has no snapshot of it."""
+    from transformers.utils.hub import cached_file, extract_commit_hash
+    return extract_commit_hash(cached_file(name, "config.json"), None)
 
 
 def plain_copy(model):

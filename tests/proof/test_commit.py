@@ -280,8 +280,17 @@ def test_a_model_whose_files_changed_since_the_commitment_is_refused_before_it_l
         train.run_family(s, s.families[0])
     assert "\n" not in str(e.value)
     commit.same_model(s, body | {"model": here | {"revision": None}}, models.identity(str(folder)))  # none recorded
+    from proof import runner
+    with pytest.raises(CommitError, match=r"not the committed .*, or give a new --out to commit"):
+        runner.run(s, log=lambda line: None)  # the batch says it once, before any family's notebook starts
+    assert not list(files.notebooks(s.out).glob("02*")) and not list(Path(s.out).glob("families/*.json"))
 
 
-def test_the_loaded_models_revision_is_the_one_training_checks(tiny_model):
-    from shortlist.models import config as models
-    assert tiny_model.source["revision"] == models.identity("tiny")["revision"]
+def test_a_loaded_local_folders_revision_is_the_one_training_checks(tmp_path):
+    """sampling.load records what predictions.json commits: a local folder's files digest (it recorded None)."""
+    import shutil
+    from shortlist.generation import sampling
+    from shortlist.models import config as models, tiny
+    folder = tmp_path / "model"
+    shutil.copytree(tiny.ensure(), folder)
+    assert sampling.load(str(folder)).source["revision"] == models.identity(str(folder))["revision"] != None  # noqa: E711

@@ -64,6 +64,23 @@ def test_an_edit_made_without_running_the_family_again_breaks_its_seal(synthetic
                                                                       "(JSONDecodeError)",)
 
 
+def test_a_result_from_a_commitment_that_recorded_no_revision_verifies_whatever_revision_it_ran_on(synthetic):
+    """A commitment made before local folders were fingerprinted recorded revision None: the results a resumed
+    run adds now record the folder's digest and must still verify (else each rerun trains the family again);
+    a committed revision is matched exactly, and a result cannot drop its own to None to pass."""
+    import dataclasses
+    s = synthetic({"chain_sum": {"before": [0.0, 1.0] * 6, "after": [1.0] * 12}})
+    body, sha = commit.committed(s.out)
+    result = records.read(files.result(s.out, "chain_sum"), sha)
+    assert body["model"]["revision"] is None
+    now = dataclasses.replace(result, model=result.model | {"revision": "files:0123456789abcdef"})
+    assert verify.committed(body, sha, now) == []
+    pinned = body | {"model": body["model"] | {"revision": "files:fedcba9876543210"}}
+    assert verify.committed(pinned, sha, now) == [
+        f"its model ({{'name': 'tiny', 'revision': 'files:0123456789abcdef'}}) is not the committed one "
+        f"({{'name': 'tiny', 'revision': 'files:fedcba9876543210'}})"]
+    assert verify.committed(pinned, sha, dataclasses.replace(now, model=now.model | {"revision": None})) != []
+
 def test_the_report_says_which_checks_could_not_run(synthetic, monkeypatch):
     s = synthetic({"chain_sum": {"before": [0.0, 1.0] * 6, "after": [1.0] * 12}})
     monkeypatch.setattr(verify, "regenerated", lambda *args: ([], ["answers drawn again: the committed model tiny "

@@ -24,3 +24,41 @@ def test_with_a_gpu_any_model_may_train_and_without_one_it_is_refused(monkeypatc
         models.check_device("Qwen/Qwen3-0.6B")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert models.check_device("Qwen/Qwen3-0.6B") is None  # the same model, once there is a GPU
+
+
+def test_a_hub_models_revision_is_the_commit_its_cached_config_sits_under(tmp_path):
+    """transformers 5 dropped config._commit_hash, so every hub model read as revision None and a commitment
+    could not tell one commit from the next: the revision is read from the hub cache's snapshots/<commit>/."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from shortlist.models import tiny
+    repo = tmp_path / "hub" / "models--fake--tiny"
+    for commit in ("a" * 40, "b" * 40):
+        (repo / "snapshots" / commit).mkdir(parents=True)
+        shutil.copy(tiny.ensure() / "config.json", repo / "snapshots" / commit / "config.json")
+    (repo / "refs").mkdir()
+    code = ("import sys; from pathlib import Path; from shortlist.models import config\n"
+            "for commit in 'ab':\n"
+            "    Path(sys.argv[1]).write_text(commit * 40)\n"
+            "    print(config.identity('fake/tiny')['revision'])\n")
+    env = dict(os.environ, HF_HUB_CACHE=str(tmp_path / "hub"), HF_HUB_OFFLINE="1")
+    ran = subprocess.run([sys.executable, "-c", code, str(repo / "refs" / "main")], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert ran.stdout.split() == ["a" * 40, "b" * 40], ran.stderr[-2000:]
+
+
+def test_a_local_folders_revision_is_its_model_files_not_a_readme_beside_them(tmp_path):
+    import shutil
+
+    from shortlist.models import tiny
+    folder = tmp_path / "model"
+    shutil.copytree(tiny.ensure(), folder)
+    first = models.identity(str(folder))["revision"]
+    (folder / "README.md").write_text("# notes\n")
+    (folder / ".gitattributes").write_text("*.safetensors filter=lfs\n")
+    assert models.identity(str(folder))["revision"] == first
+    (folder / "tokenizer_config.json").write_text((folder / "tokenizer_config.json").read_text() + " ")
+    assert models.identity(str(folder))["revision"] != first
