@@ -186,15 +186,15 @@ def verified(settings: Settings, family: str | None = None) -> tuple[dict, str]:
 
 
 def other_revision(recorded: str | None, here: str | None) -> bool:
-    """Whether two revisions of a model are known to differ: None (not recorded, or a hub config without its
-    commit) compares with nothing."""
+    """Whether two revisions of a model are known to differ: None (not recorded, or a hub model the hub cache holds
+    no snapshot of) compares with nothing."""
     return recorded is not None and here is not None and recorded != here
 
 
 def same_model(settings: Settings, body: dict, here: dict) -> None:
     """Refuse, in one line and before the model loads, to train another model than the one the predictions were
     screened on: a hub model at another commit, a local folder whose files changed. A commitment that recorded no
-    revision (a local folder, before folders were fingerprinted) cannot be compared: the report says which it was."""
+    revision (made before 2026-12-06, when local folders and hub models read as None) cannot be compared."""
     theirs = (body.get("model") or {}).get("revision")
     if other_revision(theirs, here["revision"]):
         raise CommitError(f"the model {here['name']} is revision {here['revision']} here, not the committed {theirs}: "

@@ -144,7 +144,7 @@ def _forest(report: Report) -> str:
 
 def _runs(report: Report) -> str:
     spent = report.checking
-    families = [v for k, v in spent.items() if isinstance(v, dict)]
+    families = [v for v in spent.values() if isinstance(v, dict)]
     return ("Wall time of each family's parts, and the decode engine each used. The last columns are this report's "
             "own checks of each result: its answers scored again in the sandbox, and drawn again from the model"
             + (f" ({sum(sum(v.values()) for v in families):.0f} s in all; gathering the evidence "
