@@ -197,9 +197,10 @@ def same_model(settings: Settings, body: dict, here: dict) -> None:
     revision (made before 2026-12-06, when local folders and hub models read as None) cannot be compared."""
     theirs = (body.get("model") or {}).get("revision")
     if other_revision(theirs, here["revision"]):
+        restore = "restore the committed files, or " if here["revision"].startswith("files:") else ""  # a hub's moved on
         raise CommitError(f"the model {here['name']} is revision {here['revision']} here, not the committed {theirs}: "
-                          f"restore that revision, or give a new {settings_.spoken_name('out')} to commit new "
-                          f"predictions for this one ({files.predictions(settings.out)} holds these)")
+                          f"{restore}give a new {settings_.spoken_name('out')} to commit new predictions for this "
+                          f"one ({files.predictions(settings.out)} holds these)")
 
 
 def _left_to_the_same(settings: Settings, body: dict, name: str) -> bool:

@@ -276,10 +276,13 @@ def test_a_model_whose_files_changed_since_the_commitment_is_refused_before_it_l
     weights = next(p for p in folder.iterdir() if p.suffix == ".safetensors")
     weights.write_bytes(weights.read_bytes()[:-1] + bytes([weights.read_bytes()[-1] ^ 1]))  # one bit of the weights
     with pytest.raises(CommitError, match=rf"the model {folder} is revision files:\w+ here, not the committed "
-                                          rf"{here['revision']}: restore that revision, or give a new --out") as e:
+                                          rf"{here['revision']}: restore the committed files, or give a new --out") as e:
         train.run_family(s, s.families[0])
     assert "\n" not in str(e.value)
     commit.same_model(s, body | {"model": here | {"revision": None}}, models.identity(str(folder)))  # none recorded
+    with pytest.raises(CommitError, match=r"not the committed a{40}: give a new --out to commit new predictions"):
+        commit.same_model(s, body | {"model": {"name": "Qwen/Qwen3-0.6B", "revision": "a" * 40}},
+                          {"name": "Qwen/Qwen3-0.6B", "revision": "b" * 40})  # a hub's copy cannot be restored here
     from proof import runner
     with pytest.raises(CommitError, match=r"not the committed .*, or give a new --out to commit"):
         runner.run(s, log=lambda line: None)  # the batch says it once, before any family's notebook starts
