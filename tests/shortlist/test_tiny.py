@@ -87,8 +87,12 @@ def test_a_screen_waiting_on_another_processs_build_says_so_once_with_its_pid_an
     builder = subprocess.Popen([sys.executable, "-c", BUILD_SLOWLY], env=env, stdout=subprocess.PIPE, text=True)
     try:
         assert builder.stdout.readline().strip() == "building"
+        # as a terminal starts it: Ctrl-C not ignored. A child inherits an ignored SIGINT, and then Python installs no
+        # KeyboardInterrupt at all: in one CI run (second build) this screen ignored the Ctrl-C, waited out the
+        # builder's 600 s and built the model itself, so its pytest worker had SIGINT ignored at that moment
         screen = subprocess.Popen([sys.executable, "-m", "shortlist", "screen", "--model", "tiny", "--families",
-                                   "chain_sum", "--tasks", "1"], env=env, stderr=subprocess.PIPE, text=True)
+                                   "chain_sum", "--tasks", "1"], env=env, stderr=subprocess.PIPE, text=True,
+                                  preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         first = screen.stderr.readline()
         assert first.startswith(f"waiting for process {builder.pid}, which is building {tiny.path().name} in ")
         screen.send_signal(signal.SIGINT)  # Ctrl-C
