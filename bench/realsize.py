@@ -67,6 +67,8 @@ def run_child(args, name: str, extra: list[str], deadline: float, log) -> dict:
                "--model", args.model, "--model-path", args.model_path, *extra, *(["--quick"] if args.quick else [])]
     if args.memory_gb:
         command += ["--memory-gb", str(args.memory_gb)]
+    if args.batch_per_device:
+        command += ["--batch-per-device", str(args.batch_per_device)]
     print(f"== {name}: {' '.join(command[1:])}", flush=True)
     log.write(f"\n== {name}\n")
     log.flush()
@@ -138,6 +140,8 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=None, help="ours-cold GRPO steps (default 25; quick 2)")
     ap.add_argument("--seed-steps", type=int, default=None, help="the seed's GRPO steps (default 3; quick 2)")
     ap.add_argument("--warm-steps", type=int, default=None, help="ours-warm GRPO steps (default 5; quick 3)")
+    ap.add_argument("--batch-per-device", type=int, default=None,
+                    help="ours: completions per forward/backward (default: the proof's setting)")
     ap.add_argument("--budget-s", type=float, default=560, help="the whole command's time; processes fit in it")
     ap.add_argument("--quick", action="store_true", help="CPU, tiny model, tiny workloads: checks every path")
     # a process's own arguments, given by the driver

@@ -106,7 +106,9 @@ def ours(args, record: Record) -> None:
     s = settings_.make(model=args.model, trainee=f"qwen3(max_new_tokens={w['max_new']})", families=[w["family"].key],
                        steps=args.steps, logging_steps=1, checkpoint_every=0, eval_n=len(w["eval_seeds"]),
                        sample_batch=0, fast=True,  # --quick's 8 evaluation tasks: judged at 8 distinct questions
-                       min_unseen=min(settings_.DEFAULTS["min_unseen"], len(w["eval_seeds"])))
+                       min_unseen=min(settings_.DEFAULTS["min_unseen"], len(w["eval_seeds"])),
+                       **({"batch_per_device": args.batch_per_device} if args.batch_per_device else {}))
+    record.data["batch_per_device"] = s.batch_per_device
     eval_tasks = w["family"].tasks(w["eval_seeds"])
     started = time.perf_counter()
     loaded = timed_phase(record, "load", lambda: sampling.load(args.model))
@@ -124,10 +126,13 @@ def ours(args, record: Record) -> None:
                     prompt_tokens_mean=statistics.mean(map(len, eval_rows)))
         sampling.release(loaded.model)
         steps = record.phase("grpo", steps_s=[])["steps_s"]
+        books = train.Bookkeeping()
         with clocked_steps(record, steps, deadline=args.deadline - args.reserve_s):
             trained, _ = timed_phase(record, "grpo", lambda: train.train(
                 loaded, s, w["family"], w["family"].tasks(s.seed_ranges()["train"]), scorer, checkpoints,
-                train.Bookkeeping(), log=lambda line: print(line, flush=True)))
+                books, log=lambda line: print(line, flush=True)))
+        # where a step's seconds went (proof/steptime.py): generation, scoring, the rest (TRL's training pass)
+        record.phase("grpo", step_parts=books.timings.get("step_parts"))
         loaded.model = trained  # as proof.train.train_family: the base model PEFT wrapped is let go
         sampling.release(trained)
         timed_phase(record, "eval_after", evaluation(trained),

@@ -105,6 +105,9 @@ def header(report: dict) -> list[str]:
              f"# model {report['args']['model']}: "
              f"{'quick: checks the script, measures nothing' if report['args']['quick'] else 'Qwen3-0.6B shape, random weights, fp32'}"
              f"; family {FAMILY}; <= {16 if report['args']['quick'] else 128} new tokens"]
+    batch = next((sides[k]["batch_per_device"] for k in ("ours-cold", "ours-warm") if sides.get(k, {}).get("batch_per_device")), None)
+    if batch:
+        lines.append(f"# ours: {batch} completions per forward/backward (batch_per_device)")
     for name in ("ours-cold", "ours-warm"):
         served = sides.get(name, {}).get("phases", {}).get("eval_after", {}).get("engine")
         if served:
@@ -143,6 +146,9 @@ def timings(report: dict) -> list[str]:
              row("GRPO s/step, steady (median)", d["seed"].get("median_step_s"), d["ours-cold"].get("median_step_s"),
                  None, ratio(d["seed"].get("median_step_s"), d["ours-cold"].get("median_step_s"))),
              row("  each process's own median", *[d[k].get("own_median_step_s") for k in SIDES]),
+             *[row(f"  median step's {part}", None, *[get_(k, "phases", "grpo", "step_parts", "median", f"{part}_s")
+                                                        for k in ("ours-cold", "ours-warm")])
+               for part in ("generation", "scoring", "rest")],
              row("GRPO step 1 s", *[(sides.get(k, {}).get("phases", {}).get("grpo", {}).get("steps_s") or [None])[0]
                                     for k in SIDES])]
     seed_tps = ratio(get_("seed", "phases", "sampling", "tokens"), get_("seed", "phases", "sampling", "seconds"))
