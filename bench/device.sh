@@ -23,7 +23,8 @@
 #   steps      .whl                       (SHORTLIST_COMMIT=the commit the tree is at) issue 39's profile (after model-1 and model-2), in the background: one family
 #                                         alone (STEPS_ALONE steps), then 8 families under MPS (STEPS_SHARED steps),
 #                                         each family's step split into generation, scoring and the rest
-#                                         (proof/steptime.py) by bench/throughput.py (then waitsteps)
+#                                         (proof/steptime.py) by bench/throughput.py (then waitsteps); STEPS_SET: more
+#                                         settings for both, e.g. "--set batch_per_device=32"
 #   waitsteps S (none)                    waits up to S seconds, then brings back both JSONs, the families' results
 #                                         and the logs
 #   modes      .whl                       (SHORTLIST_COMMIT) bench/throughput.py --warm over MODES (default 8mps cold, then
@@ -300,10 +301,10 @@ cd /root/repo && export $PINNED_REPO HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=fal
 export SHORTLIST_COMMIT=${SHORTLIST_COMMIT:-unknown}
 date +%s > /root/sp/started
 [ "${STEPS_ALONE:-20}" = 0 ] || python3 bench/throughput.py --model /root/smollm2 --trainee smollm2 \\
-  --families "chain_sum(max_digits=1, max_terms=2)" --modes 1 --set steps=${STEPS_ALONE:-20} --out /root/sp/alone \\
+  --families "chain_sum(max_digits=1, max_terms=2)" --modes 1 --set steps=${STEPS_ALONE:-20} ${STEPS_SET:-} --out /root/sp/alone \\
   --json /root/sp/alone.json > /root/logs/alone.log 2>&1
-python3 bench/throughput.py --model /root/smollm2 --trainee smollm2 --families "$eight" \\
-  --modes 8mps --set steps=${STEPS_SHARED:-30} --out /root/sp/shared --json /root/sp/shared.json > /root/logs/shared.log 2>&1
+[ "${STEPS_SHARED:-30}" = 0 ] || python3 bench/throughput.py --model /root/smollm2 --trainee smollm2 --families "$eight" \\
+  --modes 8mps --set steps=${STEPS_SHARED:-30} ${STEPS_SET:-} --out /root/sp/shared --json /root/sp/shared.json > /root/logs/shared.log 2>&1
 # STEPS_WARM=1: the same 8 again, from the same commitment, with the compile cache the first 8 filled: what
 # compiling once per machine (instead of once per process) would save under MPS
 if [ "${STEPS_WARM:-0}" = 1 ]; then
