@@ -23,8 +23,8 @@
 #   steps      .whl                       (SHORTLIST_COMMIT=the commit the tree is at) issue 39's profile (after model-1 and model-2), in the background: one family
 #                                         alone (STEPS_ALONE steps), then 8 families under MPS (STEPS_SHARED steps),
 #                                         each family's step split into generation, scoring and the rest
-#                                         (proof/steptime.py) by bench/throughput.py (then waitsteps); STEPS_SET: more
-#                                         settings for both, e.g. "--set batch_per_device=32"
+#                                         (proof/steptime.py) by bench/throughput.py (then waitsteps); STEPS_SET (e.g.
+#                                         "--set batch_per_device=32"): the family alone again with them, and the 8 with them
 #   waitsteps S (none)                    waits up to S seconds, then brings back both JSONs, the families' results
 #                                         and the logs
 #   modes      .whl                       (SHORTLIST_COMMIT) bench/throughput.py --warm over MODES (default 8mps cold, then
@@ -301,8 +301,12 @@ cd /root/repo && export $PINNED_REPO HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=fal
 export SHORTLIST_COMMIT=${SHORTLIST_COMMIT:-unknown}
 date +%s > /root/sp/started
 [ "${STEPS_ALONE:-20}" = 0 ] || python3 bench/throughput.py --model /root/smollm2 --trainee smollm2 \\
-  --families "chain_sum(max_digits=1, max_terms=2)" --modes 1 --set steps=${STEPS_ALONE:-20} ${STEPS_SET:-} --out /root/sp/alone \\
+  --families "chain_sum(max_digits=1, max_terms=2)" --modes 1 --set steps=${STEPS_ALONE:-20} --out /root/sp/alone \\
   --json /root/sp/alone.json > /root/logs/alone.log 2>&1
+# STEPS_SET: the same family alone again with those settings (its own folder and compile cache: cold, as the first)
+[ "${STEPS_ALONE:-20}" = 0 ] || [ -z "${STEPS_SET:-}" ] || python3 bench/throughput.py --model /root/smollm2 \\
+  --trainee smollm2 --families "chain_sum(max_digits=1, max_terms=2)" --modes 1 --set steps=${STEPS_ALONE:-20} \\
+  ${STEPS_SET:-} --out /root/sp/alone-set --json /root/sp/alone-set.json > /root/logs/alone-set.log 2>&1
 [ "${STEPS_SHARED:-30}" = 0 ] || python3 bench/throughput.py --model /root/smollm2 --trainee smollm2 --families "$eight" \\
   --modes 8mps --set steps=${STEPS_SHARED:-30} ${STEPS_SET:-} --out /root/sp/shared --json /root/sp/shared.json > /root/logs/shared.log 2>&1
 # STEPS_WARM=1: the same 8 again, from the same commitment, with the compile cache the first 8 filled: what
@@ -320,10 +324,11 @@ EOS
   waitsteps)
     wait_run /root/sp "${2:-540}" steps
     (cd /root/sp && tar -czf "$OUT/steps.tgz" --exclude=compile --exclude=checkpoints --exclude=adapter \
-       started finished alone.json shared.json warm.json alone/*/families alone/*/predictions.json shared/*/families \
-       shared/*/predictions.json warm/*/families alone/*.log shared/*.log warm/*.log 2>/dev/null)
+       started finished alone.json alone-set.json shared.json warm.json alone/*/families alone/*/predictions.json \
+       alone-set/*/families shared/*/families shared/*/predictions.json warm/*/families alone/*.log alone-set/*.log \
+       shared/*.log warm/*.log 2>/dev/null)
     tar -czf "$OUT/logs.tgz" -C /root logs
-    cat /root/sp/*.json 2>/dev/null | head -c 6000; tail -n 3 /root/logs/alone.log /root/logs/shared.log /root/logs/warm.log 2>/dev/null ;;
+    cat /root/sp/*.json 2>/dev/null | head -c 6000; tail -n 3 /root/logs/alone.log /root/logs/alone-set.log /root/logs/shared.log /root/logs/warm.log 2>/dev/null ;;
   modes)
     # issue 39's next piece, in the background: bench/throughput.py --warm over MODES (default: 8 per GPU under MPS
     # cold, then twice on copies of the cache it filled: warm against warm tells float order that varies run to run
