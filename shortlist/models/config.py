@@ -105,6 +105,9 @@ def check_fits(config, trainee) -> None:
                          f"{limit} positions {trainee.model} holds")
 
 
+_DIGESTS: dict[str, tuple] = {}  # a local folder -> (its files' stats, their digest)
+
+
 def identity(name: str) -> dict:
     """The model's name and revision, without loading it: tiny's fingerprint, a local folder's files
     hashed (a folder has no commit), a hub model's commit as its config names it."""
@@ -113,14 +116,20 @@ def identity(name: str) -> dict:
         return {"name": name, "revision": tiny.fingerprint(tiny.ensure())}
     folder = Path(name).expanduser()
     if folder.is_dir():
-        digest = hashlib.sha256()
-        for path in sorted(p for p in folder.iterdir() if p.is_file() and not _not_the_model(p.name)):
-            digest.update(path.name.encode() + b"\0")
-            with open(path, "rb") as f:
-                for block in iter(lambda: f.read(1 << 24), b""):
-                    digest.update(block)
-        return {"name": name, "revision": "files:" + digest.hexdigest()[:16]}
-    from shortlist.models import hf_internals  # transformers' private attribute, behind its adapter
+        files = sorted(p for p in folder.iterdir() if p.is_file() and not _not_the_model(p.name))
+        # a family asks up to three times (load, commit check, result); a file rewritten in place changes its
+        # size or mtime, so the digest is reused only while every file's stat is the one it was made from
+        stats = tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+        if _DIGESTS.get(str(folder.resolve()), (None,))[0] != stats:
+            digest = hashlib.sha256()
+            for path in files:
+                digest.update(path.name.encode() + b"\0")
+                with open(path, "rb") as f:
+                    for block in iter(lambda: f.read(1 << 24), b""):
+                        digest.update(block)
+            _DIGESTS[str(folder.resolve())] = (stats, "files:" + digest.hexdigest()[:16])
+        return {"name": name, "revision": _DIGESTS[str(folder.resolve())][1]}
+    from shortlist.models import hf_internals  # the hub cache's snapshot folder, read by transformers' helpers
     model_config(name)  # fetched (or found in the cache) first, as loading it would
     return {"name": name, "revision": hf_internals.revision(name)}
 

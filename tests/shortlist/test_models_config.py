@@ -62,3 +62,24 @@ def test_a_local_folders_revision_is_its_model_files_not_a_readme_beside_them(tm
     assert models.identity(str(folder))["revision"] == first
     (folder / "tokenizer_config.json").write_text((folder / "tokenizer_config.json").read_text() + " ")
     assert models.identity(str(folder))["revision"] != first
+
+
+def test_a_local_folders_digest_is_reused_only_while_its_files_are_unchanged(tmp_path, monkeypatch):
+    """identity() keeps a folder's digest for the next ask (a family asks three times), and hashes again when a
+    file is rewritten in place at the same size: the commit check must see a changed weight byte."""
+    import hashlib
+    import shutil
+
+    from shortlist.models import tiny
+    folder = tmp_path / "model"
+    shutil.copytree(tiny.ensure(), folder)
+    hashed = []
+    real = hashlib.sha256
+    monkeypatch.setattr(hashlib, "sha256", lambda *a: hashed.append(1) or real(*a))
+    first = models.identity(str(folder))["revision"]
+    assert models.identity(str(folder))["revision"] == first and len(hashed) == 1
+    weights = next(p for p in folder.iterdir() if p.suffix == ".safetensors")
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 1  # one bit of the last weight, the file's size unchanged
+    weights.write_bytes(bytes(data))
+    assert models.identity(str(folder))["revision"] != first and len(hashed) == 2
