@@ -283,10 +283,19 @@ def check(settings: Settings, family, log=print) -> Run:
     models.check_device(settings.profile.model, settings.cpu)
     gpu = None if settings.cpu else memory.usable_bytes()
     why = gpu and memory.check(config, settings.batch_per_device, settings.profile.max_new_tokens, settings.fast,
-                               gpu, settings.prompts_per_step * settings.group)
+                               gpu, settings.prompts_per_step * settings.group, longest_prompt(settings, run))
     if why:  # a step this GPU cannot hold, refused before the evaluation spends its minutes
         raise models.ModelError(f"{family.key}: {why}")
     return run
+
+
+def longest_prompt(settings: Settings, run: Run) -> int:
+    """Tokens in the longest chat prompt of the family's training tasks, as GRPO tokenizes them (no model loads)."""
+    questions = [t["question"] for t in run.tasks["train"]]
+    if not questions:
+        return 0
+    trainee = settings.profile.for_source(run.family.source)
+    return max(map(len, sampling.prompt_ids(sampling.tokenizer_of(trainee.model), trainee, questions)))
 
 
 def evaluate_before(run: Run, log=print) -> Evaluation:

@@ -59,7 +59,7 @@ def load(name: str, on: str | None = None) -> Loaded:
     memory.allocator()
     precision.fp32()  # the trainee is fp32: TF32 off, whatever an import or an earlier trainer turned on
     path = str(tiny.ensure()) if name == tiny.NAME else name
-    tokenizer = AutoTokenizer.from_pretrained(path)
+    tokenizer = tokenizer_of(name)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(on or device())
     model.eval()
     # frozen, as the engine's copy of a model in training is (proof/fast_grpo.py): sampling needs no gradients, LoRA
@@ -69,6 +69,12 @@ def load(name: str, on: str | None = None) -> Loaded:
     prepare(model, tokenizer)
     # the revision a commitment records and training checks (proof/commit.same_model): a local folder's is its files'
     return Loaded(model, tokenizer, {"name": name, "path": path, "revision": identity(name)["revision"]})
+
+
+def tokenizer_of(name: str):
+    """The trainee's tokenizer alone (no weights): what load() pairs with the model, and what a check that
+    counts prompt tokens before any model loads reads."""
+    return AutoTokenizer.from_pretrained(str(tiny.ensure()) if name == tiny.NAME else name)
 
 
 def prepare(model, tokenizer) -> None:

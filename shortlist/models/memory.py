@@ -10,8 +10,9 @@ evaluation before training had spent its minutes. need() says, before any weight
 Measured against it (bench/results/realsize.h200.json, the H200 capped at 15 GiB, Qwen3-0.6B's shape in fp32,
 batch 4, 128 new tokens on chain_sum): GRPO's peak allocated 9.06 GiB, where need() says 9.1 at its prompt
 allowance (tests/shortlist/test_memory.py reads that file). The evaluations size their batch to the memory
-left (sampling.auto_batch), so only training's step is judged here. It is an estimate: a family whose prompts
-are far longer than PROMPT_TOKENS can still run out, and that is then one line too (proof/train.py).
+left (sampling.auto_batch), so only training's step is judged here. A family whose prompts are longer than
+PROMPT_TOKENS is judged at its longest training prompt (proof/train.check tokenizes them). It is an estimate:
+a step that still runs out is one line too (proof/train.py).
 """
 from __future__ import annotations
 
@@ -71,10 +72,13 @@ def need(config, batch: int, tokens: int, fast: bool, dtype_bytes: int = 4) -> N
                 * dtype_bytes)
 
 
-def check(config, batch: int, max_new_tokens: int, fast: bool, gpu_bytes: int, completions: int) -> str | None:
+def check(config, batch: int, max_new_tokens: int, fast: bool, gpu_bytes: int, completions: int,
+          prompt_tokens: int = 0) -> str | None:
     """Why this GPU (gpu_bytes usable by this process) cannot hold the step, in one line naming what to change,
-    or None. completions: the step's completions, which batch must divide (the batch sizes suggested do)."""
-    tokens = PROMPT_TOKENS + max_new_tokens
+    or None. completions: the step's completions, which batch must divide (the batch sizes suggested do).
+    prompt_tokens: the family's longest training prompt; PROMPT_TOKENS is the floor (the estimate was fitted
+    with it), so a family of longer prompts is judged at its own length (a micro-batch pads to its longest)."""
+    tokens = max(PROMPT_TOKENS, prompt_tokens) + max_new_tokens
     have = gpu_bytes - CONTEXT_GIB * GIB
     found = need(config, batch, tokens, fast)
     if found.total <= have:
@@ -83,7 +87,8 @@ def check(config, batch: int, max_new_tokens: int, fast: bool, gpu_bytes: int, c
                and need(config, b, tokens, fast).total <= have]
     instead = (f"batch_per_device={smaller[0]} (gradient accumulation covers the rest)" if smaller else
                "a smaller max_new_tokens or a GPU with more memory")
-    return (f"a GRPO step at batch_per_device={batch} and max_new_tokens={max_new_tokens} needs about {found.gib()}, "
+    prompts = f" (prompts of up to {prompt_tokens} tokens)" if prompt_tokens > PROMPT_TOKENS else ""
+    return (f"a GRPO step at batch_per_device={batch} and max_new_tokens={max_new_tokens}{prompts} needs about {found.gib()}, "
             f"more than this GPU's {size(gpu_bytes)} less {CONTEXT_GIB} GiB for its context: set {instead}")
 
 

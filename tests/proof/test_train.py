@@ -372,3 +372,27 @@ def test_a_gpu_too_small_for_a_step_is_refused_in_one_line_before_any_model_load
     assert "\n" not in str(e.value) and "0.0 GiB" not in str(e.value)  # the tiny's need in MiB, not a rounded 0
     monkeypatch.setattr(memory, "usable_bytes", lambda: 64 * memory.GIB)  # a GPU that holds it: no refusal
     assert train.check(s, key, log=lambda *_: None).family.key == family
+
+
+def test_a_family_of_long_prompts_is_judged_at_its_longest_training_prompt(synthetic, monkeypatch, no_model_loads):
+    """The memory check's fixed prompt allowance (160 tokens) is a floor: a family whose training prompts are longer
+    needs more per completion, and a GPU that holds the allowance but not those prompts is refused before any model
+    loads, the line saying how long they are."""
+    from shortlist.models import config as models, memory
+    key = "chain_sum(max_terms=2, max_digits=1)"
+    s = synthetic({key: {"before": [0.0] * 4, "after": [1.0] * 4}})
+    files.result(s.out, sources.parse(key).slug).unlink()  # not trained yet
+    s = settings_.Settings(**{**s.__dict__, "cpu": False}) if s.cpu else s
+    monkeypatch.setattr(train.commit, "tasks_verified", lambda *_: None)  # synthetic fingerprints are zeros
+    monkeypatch.setattr(models, "check_device", lambda *_: None)  # as if on a GPU that holds the allowance exactly
+    config = models.model_config(s.profile.model)
+    allowance = memory.need(config, s.batch_per_device, memory.PROMPT_TOKENS + s.profile.max_new_tokens, s.fast)
+    monkeypatch.setattr(memory, "usable_bytes", lambda: allowance.total + int(memory.CONTEXT_GIB * memory.GIB))
+    assert train.check(s, key, log=lambda *_: None).family.key == sources.parse(key).key  # short prompts: it fits
+    tasks = train.commit.family_tasks  # the synthetic commitment draws no training tasks: its evaluation's, made long
+    monkeypatch.setattr(train.commit, "family_tasks", lambda *a, **k: {
+        **(built := tasks(*a, **k)), "train": [dict(t, question=t["question"] + " and then" * 300) for t in built["eval"]]})
+    with pytest.raises(models.ModelError) as e:
+        train.check(s, key, log=lambda *_: None)
+    longest = int(str(e.value).split("(prompts of up to ")[1].split()[0])
+    assert longest > 600 and "\n" not in str(e.value), str(e.value)

@@ -70,3 +70,14 @@ def test_loading_the_model_sets_the_allocator(monkeypatch, tiny_model):
     monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF", raising=False)
     sampling.load(tiny.NAME)
     assert os.environ["PYTORCH_CUDA_ALLOC_CONF"] == memory.ALLOCATOR
+
+
+def test_a_longer_prompt_than_the_allowance_is_counted_and_a_shorter_one_is_not():
+    """The allowance is the floor the estimate was fitted at (realsize's prompts averaged 79 tokens): a shorter
+    prompt changes nothing; a family of 1,200-token prompts does not fit a T4 at the default batch, and the line
+    names its prompts and a batch that holds them."""
+    assert memory.check(QWEN3, 4, 128, True, T4, 32, prompt_tokens=40) is None
+    why = memory.check(QWEN3, 4, 128, True, T4, 32, prompt_tokens=1200)
+    assert why.startswith("a GRPO step at batch_per_device=4 and max_new_tokens=128 (prompts of up to 1200 tokens)")
+    batch = int(why.split("set batch_per_device=")[1].split()[0])
+    assert batch < 4 and memory.check(QWEN3, batch, 128, True, T4, 32, prompt_tokens=1200) is None
