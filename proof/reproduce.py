@@ -15,6 +15,7 @@ from proof import commit, files, records
 from proof.records import FamilyResult
 from shortlist import executors, sources
 from shortlist.errors import OneLine
+from shortlist.models import config as models
 
 UNTIMED = "step_time"  # the reward curve's one timing
 
@@ -36,6 +37,12 @@ def reproduce(out, key: str, log=_progress) -> list[str]:
     if family.key not in settings.families:
         raise ReproduceError(f"{key} is not a committed family of {settings.out}: give one of "
                              f"{', '.join(settings.families)}")
+    # the committed model, checked here so that a refusal names this run's folder, not the scratch one
+    theirs = (commit.committed(settings.out)[0].get("model") or {}).get("revision")
+    here = models.identity(settings.profile.model)
+    if commit.other_revision(theirs, here["revision"]):
+        raise ReproduceError(f"{family.key} cannot be trained again on another model: {here['name']} is revision "
+                             f"{here['revision']} here, not the {theirs} committed in {files.predictions(settings.out)}")
     recorded = records.read(files.result(settings.out, family.slug), sha)
     if not isinstance(recorded, FamilyResult):
         raise ReproduceError(f"{family.key} has no finished result in {settings.out} to compare with")

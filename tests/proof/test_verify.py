@@ -238,3 +238,23 @@ def test_the_batchs_notebooks_and_report_are_sealed_and_an_edit_of_either_is_fou
     assert "The run&#x27;s record was edited" in files.report(copy).read_text() or \
         "The run's record was edited" in files.report(copy).read_text()
     assert verify.record(copy) == found[:1]  # 03 and the page it rendered are sealed again; the 02 edit stays
+
+
+def test_reproducing_on_another_model_is_refused_naming_the_runs_own_folder(smoke_run, tmp_path, capsys):
+    """A commitment whose model revision is not the model here cannot be trained again: one line that names the
+    run's predictions.json (the scratch folder the retraining would use is never made)."""
+    import json
+    s, _, _ = smoke_run
+    key = s.families[0]
+    shutil.copytree(s.out, tmp_path / "run", ignore=shutil.ignore_patterns("checkpoints", "notebooks"))
+    out = str(tmp_path / "run")
+    body = json.loads(files.predictions(out).read_text())
+    body["model"]["revision"] = "files:0123456789abcdef"  # screened on a model this machine does not hold
+    data = json.dumps(body, indent=1).encode()
+    files.predictions(out).write_bytes(data)
+    files.predictions_hash(out).write_text(f"{commit.digest(data)}  predictions.json\n")
+    assert main(["verify", "--out", out, "--reproduce", key]) != 0
+    err = capsys.readouterr().err.strip()
+    assert "cannot be trained again on another model" in err and str(files.predictions(out)) in err, err
+    assert "\n" not in err and "reproduce" not in err.split("committed in")[1]
+    assert not (files.work(out, sources.parse(key).slug) / "reproduce").exists()
