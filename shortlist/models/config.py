@@ -112,15 +112,19 @@ def identity(name: str) -> dict:
     """The model's name and revision, without loading it: tiny's fingerprint, a local folder's files
     hashed (a folder has no commit), a hub model's commit as its config names it."""
     import hashlib
+    import time
     if name == tiny.NAME:
         return {"name": name, "revision": tiny.fingerprint(tiny.ensure())}
     folder = Path(name).expanduser()
     if folder.is_dir():
         files = sorted(p for p in folder.iterdir() if p.is_file() and not _not_the_model(p.name))
-        # a family asks up to three times (load, commit check, result); a file rewritten in place changes its
-        # size or mtime, so the digest is reused only while every file's stat is the one it was made from
-        stats = tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files)
-        if _DIGESTS.get(str(folder.resolve()), (None,))[0] != stats:
+        # a family asks up to three times (load, commit check, result). The digest is reused only while every
+        # file's stat is the one it was made from: a rewrite changes ctime (which utime cannot set back), a file
+        # moved in (cp -p, rsync -a, tar) changes the inode; and a file written within the last 2 s is never
+        # trusted to its stat (a coarse clock could give its next rewrite the same times: git's "racily clean")
+        stats = tuple((p.name, (st := p.stat()).st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) for p in files)
+        racy = any(time.time() - max(st[2], st[3]) / 1e9 < 2 for st in stats)
+        if racy or _DIGESTS.get(str(folder.resolve()), (None,))[0] != stats:
             digest = hashlib.sha256()
             for path in files:
                 digest.update(path.name.encode() + b"\0")

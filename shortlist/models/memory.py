@@ -62,12 +62,15 @@ def parameters(config) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-def need(config, batch: int, tokens: int, fast: bool, dtype_bytes: int = 4) -> Need:
-    """What one GRPO forward/backward of `batch` completions of `tokens` tokens (prompt and completion) takes."""
+def need(config, batch: int, tokens: int, fast: bool, dtype_bytes: int = 4, logit_tokens: int | None = None) -> Need:
+    """What one GRPO forward/backward of `batch` completions of `tokens` tokens (prompt and completion) takes.
+    logit_tokens: the tokens the logits are counted over, `tokens` unless given. TRL keeps the logits of the
+    completion alone (logits_to_keep), so a prompt longer than the allowance adds activations, not logits; the
+    logits' term keeps the allowance it was fitted with (check())."""
     t = config.get_text_config()
     rows = batch * tokens
     return Need(weights=parameters(config) * dtype_bytes * (2 if fast else 1),
-                logits=rows * t.vocab_size * 4 * LOGIT_COPIES,
+                logits=batch * (logit_tokens or tokens) * t.vocab_size * 4 * LOGIT_COPIES,
                 activations=rows * t.num_hidden_layers * activation_floats(t.hidden_size, t.intermediate_size)
                 * dtype_bytes)
 
@@ -77,14 +80,15 @@ def check(config, batch: int, max_new_tokens: int, fast: bool, gpu_bytes: int, c
     """Why this GPU (gpu_bytes usable by this process) cannot hold the step, in one line naming what to change,
     or None. completions: the step's completions, which batch must divide (the batch sizes suggested do).
     prompt_tokens: the family's longest training prompt; PROMPT_TOKENS is the floor (the estimate was fitted
-    with it), so a family of longer prompts is judged at its own length (a micro-batch pads to its longest)."""
-    tokens = max(PROMPT_TOKENS, prompt_tokens) + max_new_tokens
+    with it), so a family of longer prompts is judged at its own length (a micro-batch pads to its longest),
+    in the activations it keeps for backward; the logits are the completion's and keep the fitted allowance."""
+    tokens, fitted = max(PROMPT_TOKENS, prompt_tokens) + max_new_tokens, PROMPT_TOKENS + max_new_tokens
     have = gpu_bytes - CONTEXT_GIB * GIB
-    found = need(config, batch, tokens, fast)
+    found = need(config, batch, tokens, fast, logit_tokens=fitted)
     if found.total <= have:
         return None
     smaller = [b for b in range(batch - 1, 0, -1) if completions % b == 0
-               and need(config, b, tokens, fast).total <= have]
+               and need(config, b, tokens, fast, logit_tokens=fitted).total <= have]
     instead = (f"batch_per_device={smaller[0]} (gradient accumulation covers the rest)" if smaller else
                "a smaller max_new_tokens or a GPU with more memory")
     prompts = f" (prompts of up to {prompt_tokens} tokens)" if prompt_tokens > PROMPT_TOKENS else ""

@@ -389,10 +389,14 @@ def test_a_family_of_long_prompts_is_judged_at_its_longest_training_prompt(synth
     allowance = memory.need(config, s.batch_per_device, memory.PROMPT_TOKENS + s.profile.max_new_tokens, s.fast)
     monkeypatch.setattr(memory, "usable_bytes", lambda: allowance.total + int(memory.CONTEXT_GIB * memory.GIB))
     assert train.check(s, key, log=lambda *_: None).family.key == sources.parse(key).key  # short prompts: it fits
-    tasks = train.commit.family_tasks  # the synthetic commitment draws no training tasks: its evaluation's, made long
-    monkeypatch.setattr(train.commit, "family_tasks", lambda *a, **k: {
-        **(built := tasks(*a, **k)), "train": [dict(t, question=t["question"] + " and then" * 300) for t in built["eval"]]})
+    tasks, made = train.commit.family_tasks, []  # the synthetic commitment draws no training tasks: its
+    monkeypatch.setattr(train.commit, "family_tasks", lambda *a, **k: {  # evaluation's, made long
+        **(built := tasks(*a, **k)), "train": made.extend(dict(t, question=t["question"] + " and then" * (300 + i))
+                                                          for i, t in enumerate(built["eval"])) or made})
     with pytest.raises(models.ModelError) as e:
         train.check(s, key, log=lambda *_: None)
     longest = int(str(e.value).split("(prompts of up to ")[1].split()[0])
+    from shortlist.generation import sampling  # the chat prompt GRPO sends: the system prompt and template too
+    trainee = s.profile.for_source(sources.parse(key).source)
+    assert longest == len(sampling.prompt_ids(sampling.tokenizer_of(trainee.model), trainee, [made[-1]["question"]])[0])
     assert longest > 600 and "\n" not in str(e.value), str(e.value)

@@ -74,10 +74,15 @@ def test_loading_the_model_sets_the_allocator(monkeypatch, tiny_model):
 
 def test_a_longer_prompt_than_the_allowance_is_counted_and_a_shorter_one_is_not():
     """The allowance is the floor the estimate was fitted at (realsize's prompts averaged 79 tokens): a shorter
-    prompt changes nothing; a family of 1,200-token prompts does not fit a T4 at the default batch, and the line
-    names its prompts and a batch that holds them."""
-    assert memory.check(QWEN3, 4, 128, True, T4, 32, prompt_tokens=40) is None
+    prompt says exactly what no prompt says; 500-token prompts still fit a T4 at the default batch (they add
+    activations, and TRL keeps logits for the completion alone); 1,200-token prompts do not, and the line names
+    the prompts and a batch that holds them."""
+    assert memory.check(QWEN3, 4, 512, True, T4, 32, prompt_tokens=40) == memory.check(QWEN3, 4, 512, True, T4, 32)
+    assert memory.check(QWEN3, 4, 128, True, T4, 32, prompt_tokens=500) is None
     why = memory.check(QWEN3, 4, 128, True, T4, 32, prompt_tokens=1200)
     assert why.startswith("a GRPO step at batch_per_device=4 and max_new_tokens=128 (prompts of up to 1200 tokens)")
     batch = int(why.split("set batch_per_device=")[1].split()[0])
     assert batch < 4 and memory.check(QWEN3, batch, 128, True, T4, 32, prompt_tokens=1200) is None
+    longer = memory.need(QWEN3, 4, 1200 + 128, True, logit_tokens=memory.PROMPT_TOKENS + 128)
+    fitted = memory.need(QWEN3, 4, memory.PROMPT_TOKENS + 128, True)
+    assert longer.logits == fitted.logits and longer.activations > fitted.activations

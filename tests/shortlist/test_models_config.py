@@ -65,8 +65,43 @@ def test_a_local_folders_revision_is_its_model_files_not_a_readme_beside_them(tm
 
 
 def test_a_local_folders_digest_is_reused_only_while_its_files_are_unchanged(tmp_path, monkeypatch):
-    """identity() keeps a folder's digest for the next ask (a family asks three times), and hashes again when a
-    file is rewritten in place at the same size: the commit check must see a changed weight byte."""
+    """identity() keeps a folder's digest for the next ask (a family asks three times) and hashes again when a
+    weights file changes at the same size: rewritten in place, its mtime set back (cp -p), or another file with the
+    same size and times moved over it (rsync -a, tar). The commit check must see a changed weight byte."""
+    import hashlib
+    import os
+    import shutil
+    import time
+
+    from shortlist.models import tiny
+    folder = tmp_path / "model"
+    shutil.copytree(tiny.ensure(), folder)
+    later = time.time() + 60  # the files are old by then: their stat is trusted
+    monkeypatch.setattr(time, "time", lambda: later)
+    hashed = []
+    real = hashlib.sha256
+    monkeypatch.setattr(hashlib, "sha256", lambda *a: hashed.append(1) or real(*a))
+    first = models.identity(str(folder))["revision"]
+    assert models.identity(str(folder))["revision"] == first and len(hashed) == 1
+    weights = next(p for p in folder.iterdir() if p.suffix == ".safetensors")
+    times = (weights.stat().st_atime_ns, weights.stat().st_mtime_ns)
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 1  # one bit of the last weight, the file's size unchanged
+    weights.write_bytes(bytes(data))
+    os.utime(weights, ns=times)  # and its mtime set back, as cp -p would
+    second = models.identity(str(folder))["revision"]
+    assert second != first and len(hashed) == 2
+    other = tmp_path / "other.safetensors"
+    data[-1] ^= 1  # the original bytes again, moved over it with the same times
+    other.write_bytes(bytes(data))
+    os.utime(other, ns=times)
+    os.replace(other, weights)
+    assert models.identity(str(folder))["revision"] == first and len(hashed) == 3
+
+
+def test_a_folder_written_moments_ago_is_hashed_every_time(tmp_path, monkeypatch):
+    """A file whose mtime or ctime is within 2 s of now is not trusted to its stat (a coarse clock can give a
+    rewrite the same times), so the digest is computed again."""
     import hashlib
     import shutil
 
@@ -76,10 +111,4 @@ def test_a_local_folders_digest_is_reused_only_while_its_files_are_unchanged(tmp
     hashed = []
     real = hashlib.sha256
     monkeypatch.setattr(hashlib, "sha256", lambda *a: hashed.append(1) or real(*a))
-    first = models.identity(str(folder))["revision"]
-    assert models.identity(str(folder))["revision"] == first and len(hashed) == 1
-    weights = next(p for p in folder.iterdir() if p.suffix == ".safetensors")
-    data = bytearray(weights.read_bytes())
-    data[-1] ^= 1  # one bit of the last weight, the file's size unchanged
-    weights.write_bytes(bytes(data))
-    assert models.identity(str(folder))["revision"] != first and len(hashed) == 2
+    assert models.identity(str(folder)) == models.identity(str(folder)) and len(hashed) == 2
