@@ -124,15 +124,16 @@ def identity(name: str) -> dict:
         # trusted to its stat (a coarse clock could give its next rewrite the same times: git's "racily clean")
         stats = tuple((p.name, (st := p.stat()).st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) for p in files)
         racy = any(time.time() - max(st[2], st[3]) / 1e9 < 2 for st in stats)
-        if racy or _DIGESTS.get(str(folder.resolve()), (None,))[0] != stats:
+        key = str(folder.resolve())
+        if racy or _DIGESTS.get(key, (None,))[0] != stats:
             digest = hashlib.sha256()
             for path in files:
                 digest.update(path.name.encode() + b"\0")
                 with open(path, "rb") as f:
                     for block in iter(lambda: f.read(1 << 24), b""):
                         digest.update(block)
-            _DIGESTS[str(folder.resolve())] = (stats, "files:" + digest.hexdigest()[:16])
-        return {"name": name, "revision": _DIGESTS[str(folder.resolve())][1]}
+            _DIGESTS[key] = (stats, "files:" + digest.hexdigest()[:16])
+        return {"name": name, "revision": _DIGESTS[key][1]}
     from shortlist.models import hf_internals  # the hub cache's snapshot folder, read by transformers' helpers
     model_config(name)  # fetched (or found in the cache) first, as loading it would
     return {"name": name, "revision": hf_internals.revision(name)}
