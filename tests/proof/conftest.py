@@ -3,6 +3,15 @@ import os
 import pytest
 
 
+@pytest.fixture(autouse=True)
+def outside_a_notebook(monkeypatch):
+    """Each test starts as a command line would: notebook.start() and settings.from_namespace() mark the process as
+    a notebook's kernel (refusals then name the parameters cell, not flags), which used to leak into the next test
+    on the same worker."""
+    from proof import settings
+    monkeypatch.setattr(settings, "_IN_NOTEBOOK", False)
+
+
 @pytest.fixture(scope="session")
 def smoke_run(tmp_path_factory):
     """The smoke batch (python -m proof run --preset smoke), run once into a temporary folder."""
