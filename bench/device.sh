@@ -30,8 +30,8 @@
 #   modes      .whl                       (SHORTLIST_COMMIT) bench/throughput.py --warm over MODES (default 8mps cold, then
 #                                         8mps-w1 and 8mps-w2 on copies of its compile cache), MODE_FAMILIES (8) specs of
 #                                         examples/smollm2-22, MODE_STEPS (20) steps, in the background (after model-1,
-#                                         model-2; then waitmodes); MODE_SET: more settings for every mode (e.g.
-#                                         "--set batch_per_device=16"). On an H100 a cold mode of 8 at 20 steps took 899 s
+#                                         model-2; then waitmodes); MODE_ARGS: more of its flags (e.g. "--mode-set
+#                                         8mps-b16:batch_per_device=16" with MODES=8mps,8mps-b16). On an H100 a cold mode of 8 at 20 steps took 899 s
 #                                         (01 140 s, 03 277 s): three modes do not fit one session's 30 device minutes
 #   waitmodes S (none)                    waits up to S seconds, then brings back modes.json, the families' results, each
 #                                         mode's log and every executed notebook's cell timings (cells.json)
@@ -346,7 +346,7 @@ cd /root/repo && export $PINNED_REPO HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=fal
 export SHORTLIST_COMMIT=${SHORTLIST_COMMIT:-unknown}
 date +%s > /root/md/started
 python3 bench/throughput.py --model /root/smollm2 --trainee smollm2 --families "$specs" --warm \\
-  --modes ${MODES:-8mps,8mps-w1,8mps-w2} --set steps=${MODE_STEPS:-20} ${MODE_SET:-} --out /root/md --json /root/md/modes.json \\
+  --modes ${MODES:-8mps,8mps-w1,8mps-w2} --set steps=${MODE_STEPS:-20} ${MODE_ARGS:-} --out /root/md --json /root/md/modes.json \\
   > /root/logs/modes.log 2>&1
 date +%s > /root/md/finished
 EOS

@@ -21,7 +21,8 @@ H100 (bench/results/step_split.shared.h100.txt), the same 8 families on a cold a
 cache gave equal evaluations before training and 3 of 8 different ones after (not yet told apart: kernels a warm process compiled for other shapes first, or run-to-run
 order under sharing; bench/device.sh modes measures a mode twice on one cache). --warm
 starts every later mode on a copy of the first mode's compile cache (what a long run's later waves
-find); modes may carry a -tag to measure one twice (8mps,8mps-again). --catalog N also times
+find); modes may carry a -tag to measure one twice (8mps,8mps-again), and --mode-set gives one mode a speed setting
+of its own (8mps,8mps-b16 --mode-set 8mps-b16:batch_per_device=16: the same commitment at another micro-batch). --catalog N also times
 `shortlist screen --all --grid --per-gpu N` (catalog_wall_s: the catalog's own wall_s, and how many
 families it screened, failed and did not reach), into --catalog-out (a folder of its own: a proof's catalog,
 then, is this measurement too) under --catalog-budget minutes; --modes "" times the catalog alone.
@@ -61,6 +62,17 @@ def mode_flags(mode: str) -> list[str]:
     if not per_gpu.isdigit() or mode.endswith("-"):
         raise SystemExit(f"--modes: {mode!r} is not N or Nmps (with an optional -tag)")
     return ["--per-gpu", per_gpu] + (["--mps"] if kind.endswith("mps") else [])
+
+
+def mode_settings(given: list[str], modes: list[str]) -> dict[str, list[str]]:
+    """--mode-set MODE:NAME=VALUE, by mode (each must name one of --modes)."""
+    own: dict[str, list[str]] = {}
+    for item in given:
+        mode, _, setting = item.partition(":")
+        if mode not in modes or "=" not in setting:
+            raise SystemExit(f"--mode-set: {item!r} is not MODE:NAME=VALUE for one of --modes ({', '.join(modes)})")
+        own.setdefault(mode, []).append(setting)
+    return own
 
 
 class Gpu:
@@ -204,10 +216,14 @@ def main() -> int:
                     help="every mode after the first starts on a copy of the compile cache the first one filled")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                     help="a protocol setting for every mode, as proof run takes it (a short check: steps=4)")
+    ap.add_argument("--mode-set", action="append", default=[], metavar="MODE:NAME=VALUE",
+                    help="a speed setting for one mode (8mps-b16:batch_per_device=16): the modes share one "
+                         "commitment, so a protocol setting is refused by the run")
     a = ap.parse_args()
     modes = [m for m in a.modes.split(",") if m]
     for mode in modes:
         mode_flags(mode)
+    own = mode_settings(a.mode_set, modes)
     if modes and not a.families:
         raise SystemExit("--families: needed to train at --modes (or --modes '' to time the catalog alone)")
     a.out.mkdir(parents=True, exist_ok=True)  # the catalog's log goes here even when no mode trains
@@ -230,10 +246,12 @@ def main() -> int:
         if a.warm and mode != modes[0] and files.compile_cache(first).is_dir() and not cache.exists():
             shutil.copytree(files.compile_cache(first), cache)  # the first mode's graphs: what later waves find
         cmd = [sys.executable, "-m", "proof", "run", "--model", a.model, "--trainee", a.trainee, "--families",
-               a.families, "--out", str(folder), *mode_flags(mode), *(x for kv in a.set for x in ("--set", kv))]
+               a.families, "--out", str(folder), *mode_flags(mode),
+               *(x for kv in a.set + own.get(mode, []) for x in ("--set", kv))]
         rc, wall, gpu = run(cmd, a.out / f"{mode}.log")
         base = results(first) if mode != modes[0] else None
-        report["modes"][mode] = {"rc": rc, "wall_s": wall, **gpu, **measure(folder, base, wall)}
+        report["modes"][mode] = {"rc": rc, "wall_s": wall, "settings": a.set + own.get(mode, []), **gpu,
+                                 **measure(folder, base, wall)}
         if rc != 0:
             print(f"{mode}: proof run exited {rc}; see {a.out / (mode + '.log')}", file=sys.stderr)
         output.write_json(a.json, report)

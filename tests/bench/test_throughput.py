@@ -117,3 +117,26 @@ def test_warm_starts_later_modes_on_the_first_modes_compile_cache_and_its_commit
         assert throughput.main() == 0
         expected = ["mine"] if out.name == "kept" else ["inductor"] if warm else []
         assert seen == {"8mps": [], "8mps-again": expected}
+
+
+def test_a_mode_set_reaches_its_own_mode_only_and_is_recorded(tmp_path, monkeypatch):
+    commands = {}
+
+    def fake_run(cmd, log):
+        folder = Path(cmd[cmd.index("--out") + 1])
+        commands[folder.name] = [cmd[i + 1] for i, x in enumerate(cmd) if x == "--set"]
+        return 0, 1.0, {}
+    monkeypatch.setattr(throughput, "run", fake_run)
+    out = tmp_path / "out"
+    monkeypatch.setattr(sys, "argv", ["throughput.py", "--model", "m", "--families", "chain_sum", "--out", str(out),
+                                      "--json", str(out / "t.json"), "--modes", "8mps,8mps-b16", "--set", "steps=100",
+                                      "--mode-set", "8mps-b16:batch_per_device=16"])
+    assert throughput.main() == 0
+    assert commands == {"8mps": ["steps=100"], "8mps-b16": ["steps=100", "batch_per_device=16"]}
+    assert output.read_json(out / "t.json")["modes"]["8mps-b16"]["settings"] == ["steps=100", "batch_per_device=16"]
+
+
+@pytest.mark.parametrize("given", ["8mps-b8:batch_per_device=8", "8mps-b16", "batch_per_device=16"])
+def test_a_mode_set_for_no_mode_is_refused(given):
+    with pytest.raises(SystemExit, match="--mode-set: .* is not MODE:NAME=VALUE for one of --modes"):
+        throughput.mode_settings([given], ["8mps", "8mps-b16"])
