@@ -58,8 +58,9 @@ class Settings:
     steps: int = setting(100, "GRPO steps per family", (1, 100_000))
     prompts_per_step: int = setting(4, "prompts per GRPO step; times the trainee's group: the completions of a "
                                        "step", (1, 4096))
-    batch_per_device: int = setting(4, "completions per forward/backward; gradient accumulation covers the rest",
-                                    (1, 4096))
+    batch_per_device: int = setting(4, "completions per forward/backward; gradient accumulation covers the rest "
+                                       "(speed only: the loss is normalised over the whole step, so the split "
+                                       "changes float order only; proof/trl_internals.py)", (1, 4096))
     lr: float = setting(5e-5, "LoRA's learning rate", (1e-8, 1.0), why="below 1e-8, Adam's steps (about lr each) "
                         "move a LoRA weight by at most 1e-3 in 100,000 steps: no training",
                         why_high="above 1, each Adam step (about lr) moves a LoRA weight by more than the weights "
@@ -226,7 +227,16 @@ def heldout_walk() -> int:
 DEFAULTS = {f.name: f.default for f in fields(Settings)}  # the seed's protocol, without making (checking) a Settings
 # not compared as the protocol: the source is checked per family, by what served its tasks (commit.py), since a
 # server started here (--env-local) has another port each run; predictions.json records it beside
-SPEED_ONLY = ("out", "families", "sample_batch", "fast", "cpu", "trainee", "model", "source")
+# batch_per_device: TRL's loss is normalised over the step's whole generation batch, so how a step is split into
+# micro-batches changes float order only (trl_internals.split_invariant checks it at run time); a result records
+# the micro-batch it trained at (timings["batch_per_device"]). Commitments made before it was speed only hold it.
+SPEED_ONLY = ("out", "families", "sample_batch", "fast", "cpu", "trainee", "model", "source", "batch_per_device")
+
+
+def committed_part(recorded: dict) -> dict:
+    """A recorded settings dict (a commitment's, a result's) without the speed-only settings an older version
+    recorded there: what two records must agree on."""
+    return {k: v for k, v in recorded.items() if k not in SPEED_ONLY}
 
 
 # the ranges validate() holds each setting to, read from the fields (score_deadline_s's is

@@ -44,6 +44,7 @@ def grpo_config(settings: Settings, output_dir: str):
             output_dir=output_dir, max_steps=settings.steps, learning_rate=settings.lr, seed=settings.seed,
             per_device_train_batch_size=settings.batch_per_device, gradient_accumulation_steps=settings.grad_accum,
             num_generations=trainee.group, max_completion_length=trainee.max_new_tokens, **trainee.sampling(),
+            loss_type=trl_internals.LOSS,
             chat_template_kwargs={"enable_thinking": trainee.enable_thinking},
             bf16=False, fp16=False, tf32=False,  # fp32 (models/precision.py): a T4 has no bf16; fp16 NaNs Qwen3
             gradient_checkpointing=False, logging_steps=settings.logging_steps, report_to=[], disable_tqdm=True,
@@ -54,6 +55,9 @@ def grpo_config(settings: Settings, output_dir: str):
             # compiling fuses (the first step pays the compilation); on a CPU compiling costs more than it saves
             torch_compile=settings.fast and torch.cuda.is_available())
     trl_internals.one_gpu(config)  # the batch runner gives each family process a GPU of its own
+    if why := trl_internals.split_invariant(config):  # batch_per_device is speed only on that condition
+        raise RuntimeError(f"trl {trl_internals.version()}: {why}, so batch_per_device would change results; "
+                           f"install requirements.txt's trl")
     return config
 
 
@@ -84,9 +88,10 @@ def _plus(a: dict, b: dict, sign: int = 1) -> dict:
 
 
 def bookkeeping_callback(scorer: scoring.Scorer, key: str, prior: dict, log, checkpoints: Path,
-                         clock: steptime.StepClock | None = None):
+                         clock: steptime.StepClock | None = None, batch: int | None = None):
     """Puts checkpoint.PROGRESS into every checkpoint the Trainer stages and publishes it whole into checkpoints;
-    times the first step (compilation shows there), and each step on clock (where its seconds go)."""
+    times the first step (compilation shows there), and each step on clock (where its seconds go). batch: this
+    process's micro-batch, kept beside those of the processes before it (a speed setting a resumed run may change)."""
     clock = clock or steptime.StepClock()  # where none is given, one nobody reads
     from transformers import TrainerCallback
 
@@ -99,6 +104,9 @@ def bookkeeping_callback(scorer: scoring.Scorer, key: str, prior: dict, log, che
 
         def scoring(self) -> dict:
             return _plus(prior.get("scoring", {}), _plus(_counts(scorer, key), self.counts_at_start, -1))
+
+        def micro_batches(self) -> list[int]:
+            return sorted(set(prior.get("batch_per_device", [])) | ({batch} if batch else set()))
 
         def on_train_begin(self, args, state, control, **kwargs):
             self.first = state.global_step  # a resumed run starts at its checkpoint's step
@@ -119,7 +127,7 @@ def bookkeeping_callback(scorer: scoring.Scorer, key: str, prior: dict, log, che
             # called right after the Trainer wrote the checkpoint: the counts are those of the state it holds
             staged = Path(args.output_dir) / f"checkpoint-{state.global_step}"
             files.write_json(staged / checkpoint.PROGRESS, {"step": state.global_step, "train_s": self.train_s(),
-                                                 "scoring": self.scoring()})
+                                                 "scoring": self.scoring(), "batch_per_device": self.micro_batches()})
             checkpoint.publish(staged, checkpoints)
 
         def on_log(self, args, state, control, logs=None, **kwargs):
@@ -181,7 +189,7 @@ def train(loaded: sampling.Loaded, settings: Settings, family: Family, rows: lis
     resume = checkpoint.resumable(folder, log)
     prior = files.read_json(resume / checkpoint.PROGRESS) if resume else {}  # whole: checkpoint.complete() read it
     clock = steptime.StepClock()
-    keeper = bookkeeping_callback(scorer, family.key, prior, log, folder, clock)
+    keeper = bookkeeping_callback(scorer, family.key, prior, log, folder, clock, settings.batch_per_device)
     arguments = dict(
         model=loaded.model, processing_class=loaded.tokenizer,
         reward_funcs=[reward_function(scorer, family, trainee, clock)],
@@ -208,6 +216,7 @@ def train(loaded: sampling.Loaded, settings: Settings, family: Family, rows: lis
         adapter.save(trainer, keep)
     # where this process's steps went (a resumed run's earlier steps are not in it); untimed generation is in "rest"
     books.timings |= {"train_s": keeper.train_s(), "first_step_s": keeper.first_step_s,
+                      "batch_per_device": keeper.micro_batches(),  # the micro-batches the steps were trained at
                       "step_parts": clock.summary() | {"generation_timed": generation_timed}}
     books.scoring = _plus(books.scoring, keeper.scoring())
     if books.trainer == "fast":

@@ -56,6 +56,27 @@ def plain_name(name: str) -> str:
     return name.removeprefix(COMPILED_PREFIX).removeprefix(PEFT_PREFIX)
 
 
+# batch_per_device is a speed setting (proof/settings.py) because, with these losses, GRPOTrainer normalises a
+# micro-batch's loss by the whole generation batch (dapo: its token count; grpo, dr_grpo: its completions, the
+# micro-batch's mean divided by the accumulation steps): the step's gradient is the same sum however it is split.
+# bnpo normalises by each micro-batch's own tokens, so its gradient would depend on the split.
+LOSS = "dapo"  # TRL 1.16's default, set explicitly so that another TRL's default cannot change the loss unseen
+SPLIT_INVARIANT = ("dapo", "grpo", "dr_grpo")
+
+
+def split_invariant(config) -> str | None:
+    """Why this GRPO configuration's gradient would depend on how a step is split into micro-batches, or None."""
+    from trl import GRPOTrainer
+    if config.loss_type not in SPLIT_INVARIANT:
+        return f"loss_type {config.loss_type!r} normalises each micro-batch on its own"
+    if config.steps_per_generation != config.gradient_accumulation_steps:
+        return (f"steps_per_generation {config.steps_per_generation} is not the {config.gradient_accumulation_steps} "
+                f"accumulation steps: a generation batch would span several optimizer steps")
+    if not getattr(GRPOTrainer, "loss_is_scaled_for_ga", False):
+        return f"trl {version()}: GRPOTrainer does not scale its loss for gradient accumulation itself"
+    return None
+
+
 def one_gpu(config) -> None:
     """Train on the first GPU a process sees, never through nn.DataParallel."""
     config._n_gpu = min(config.n_gpu, 1)

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from proof import adapter, commit, evidence, files, records, seal, stats
+from proof import adapter, commit, evidence, files, records, seal, settings as settings_, stats
 from proof.records import Evaluation, FamilyResult
 from shortlist import sources
 
@@ -147,7 +147,7 @@ def committed(body: dict, sha: str, result: FamilyResult) -> list[str]:
         return why
     if result.prediction != commit.prediction_for(body, result.family):
         why.append("its prediction is not the committed one")
-    if result.settings != body["settings"]:
+    if settings_.committed_part(result.settings) != settings_.committed_part(body["settings"]):
         why.append("its settings are not the committed ones")
     if result.trainee != body["trainee"]:
         why.append("its trainee is not the committed one")

@@ -88,6 +88,22 @@ def test_training_under_other_settings_is_refused_naming_the_way_out(committed, 
     assert message.endswith(f"({files.predictions(s.out)} holds these)")
 
 
+def test_another_micro_batch_trains_on_the_commitment_an_older_one_recorded_too(committed):
+    """The out-of-memory advice (shortlist/models/memory.py: "set batch_per_device=2") can be followed on an
+    existing commitment: the micro-batch is speed only, also where an older commitment recorded it."""
+    s, _ = committed
+    assert "batch_per_device" not in s.protocol() and "batch_per_device" in settings_.SPEED_ONLY
+    commit.verified(s.replace(batch_per_device=2))
+    path = files.predictions(s.out)
+    body = json.loads(path.read_text())
+    body["settings"]["batch_per_device"] = 4  # as commitments made before it was speed only hold it
+    path.write_text(json.dumps(body))
+    files.predictions_hash(s.out).write_text(f"{commit.digest(path.read_bytes())}  predictions.json\n")
+    assert commit.verified(s.replace(batch_per_device=16))[0]["settings"]["batch_per_device"] == 4
+    with pytest.raises(CommitError, match="steps=5 differs from the committed steps=4"):
+        commit.verified(s.replace(batch_per_device=16, steps=5))
+
+
 def test_a_family_without_a_prediction_is_refused(committed, no_model_loads):
     s, _ = committed
     with pytest.raises(CommitError, match="has no committed prediction"):

@@ -165,7 +165,10 @@ def test_from_namespace_takes_only_setting_names():
 
 def test_protocol_leaves_out_where_how_fast_and_the_source_which_each_familys_tasks_record():
     assert set(Settings().as_dict()) - set(Settings().protocol()) == {"out", "families", "sample_batch", "fast",
-                                                                      "cpu", "trainee", "model", "source"}
+                                                                      "cpu", "trainee", "model", "source",
+                                                                      "batch_per_device"}
+    older = Settings().protocol() | {"batch_per_device": 4, "sample_batch": 64}  # what older commitments recorded
+    assert settings_.committed_part(older) == Settings().protocol()
 
 
 

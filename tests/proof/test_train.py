@@ -125,6 +125,22 @@ def fresh_folder(run, out: Path) -> settings_.Settings:
     return s.replace(out=str(out))
 
 
+def test_another_micro_batch_trains_the_same_family_on_the_same_commitment(run, tmp_path):
+    """batch_per_device is speed only: at 16 instead of 4 (2 accumulation steps instead of 8) the same commitment
+    trains, the samples and rewards are the same step by step, the evaluation after training the same task by task,
+    and the result records the micro-batch it trained at."""
+    s = fresh_folder(run, tmp_path / "run").replace(batch_per_device=16)
+    again = train.run_family(s, s.families[0], log=lambda *_: None)
+    reference = run[1]
+    assert again.timings["batch_per_device"] == [16] and reference.timings["batch_per_device"] == [4]
+    assert (again.before, again.after, again.improved, again.held) == (reference.before, reference.after,
+                                                                       reference.improved, reference.held)
+    rewards = lambda result: [(r["step"], r["reward"], r["reward_std"]) for r in result.reward_curve]  # noqa: E731
+    assert rewards(again) == rewards(reference)
+    assert [r["loss"] for r in again.reward_curve] == pytest.approx([r["loss"] for r in reference.reward_curve],
+                                                                     rel=1e-4, abs=1e-6)
+
+
 class Killed(BaseException):
     """What SIGKILL does to a run, raised where a test chooses: nothing after it runs."""
 

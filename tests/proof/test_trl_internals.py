@@ -212,3 +212,24 @@ def test_timed_generation_changes_nothing_where_trl_has_no_generate_of_prompts()
     other = Other()
     assert trl_internals.timed_generation(object(), steptime.StepClock()) is False
     assert trl_internals.timed_generation(other, steptime.StepClock()) is False and "_generate" not in vars(other)
+
+
+def test_the_loss_is_split_invariant_on_the_pinned_trl_and_a_split_dependent_one_is_refused(tmp_path):
+    """The contract behind batch_per_device being a speed setting (proof/settings.py): the protocol's loss is
+    normalised over the whole generation batch, so the split into micro-batches changes float order only."""
+    s = settings_.make("smoke", out=str(tmp_path / "run"))
+    config = train.grpo_config(s, str(tmp_path / "staging"))
+    assert config.loss_type == trl_internals.LOSS == "dapo" and trl_internals.split_invariant(config) is None
+    assert config.steps_per_generation == config.gradient_accumulation_steps == s.grad_accum
+    config.loss_type = "bnpo"  # each micro-batch normalised by its own tokens
+    assert "'bnpo' normalises each micro-batch on its own" in trl_internals.split_invariant(config)
+    config.loss_type, config.steps_per_generation = "dapo", 2 * config.gradient_accumulation_steps
+    assert "a generation batch would span several optimizer steps" in trl_internals.split_invariant(config)
+
+
+def test_a_trl_whose_loss_depends_on_the_split_is_refused_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(trl_internals, "LOSS", "bnpo")  # as if another TRL's loss were the protocol's
+    with pytest.raises(RuntimeError) as e:
+        train.grpo_config(settings_.make("smoke", out=str(tmp_path / "run")), str(tmp_path / "staging"))
+    assert "so batch_per_device would change results; install requirements.txt's trl" in str(e.value)
+    assert "\n" not in str(e.value)

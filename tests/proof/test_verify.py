@@ -81,6 +81,23 @@ def test_a_result_from_a_commitment_that_recorded_no_revision_verifies_whatever_
         f"({{'name': 'tiny', 'revision': 'files:fedcba9876543210'}})"]
     assert verify.committed(pinned, sha, dataclasses.replace(now, model=now.model | {"revision": None})) != []
 
+def test_the_micro_batch_a_result_or_an_older_commitment_records_is_not_part_of_the_protocol(synthetic):
+    """batch_per_device is speed only (proof/trl_internals.split_invariant): a result trained at another micro-batch,
+    or one from before it was (its settings record batch_per_device), verifies against either commitment; a
+    protocol setting that differs still fails."""
+    import dataclasses
+    s = synthetic({"chain_sum": {"before": [0.0, 1.0] * 6, "after": [1.0] * 12}})
+    body, sha = commit.committed(s.out)
+    result = records.read(files.result(s.out, "chain_sum"), sha)
+    assert "batch_per_device" not in body["settings"] and "batch_per_device" not in result.settings
+    older = body | {"settings": body["settings"] | {"batch_per_device": 4}}
+    recorded = dataclasses.replace(result, settings=result.settings | {"batch_per_device": 16})
+    for b, r in ((body, recorded), (older, result), (older, recorded)):
+        assert verify.committed(b, sha, r) == []
+    other = dataclasses.replace(result, settings=result.settings | {"steps": result.settings["steps"] + 1})
+    assert verify.committed(older, sha, other) == ["its settings are not the committed ones"]
+
+
 def test_the_report_says_which_checks_could_not_run(synthetic, monkeypatch):
     s = synthetic({"chain_sum": {"before": [0.0, 1.0] * 6, "after": [1.0] * 12}})
     monkeypatch.setattr(verify, "regenerated", lambda *args: ([], ["answers drawn again: the committed model tiny "
