@@ -46,6 +46,9 @@ def reproduce(out, key: str, log=_progress) -> list[str]:
     recorded = records.read(files.result(settings.out, family.slug), sha)
     if not isinstance(recorded, FamilyResult):
         raise ReproduceError(f"{family.key} has no finished result in {settings.out} to compare with")
+    micro = recorded.timings.get("batch_per_device")  # a speed setting: not committed, recorded by the result
+    if isinstance(micro, list) and len(micro) == 1:  # logged means (entropy) are taken per micro-batch
+        settings = settings.replace(batch_per_device=micro[0])
     scratch = files.work(settings.out, family.slug) / "reproduce"
     with executors.one_run(settings.out):
         shutil.rmtree(scratch, ignore_errors=True)

@@ -69,6 +69,8 @@ def split_invariant(config) -> str | None:
     from trl import GRPOTrainer
     if config.loss_type not in SPLIT_INVARIANT:
         return f"loss_type {config.loss_type!r} normalises each micro-batch on its own"
+    if getattr(config, "top_entropy_quantile", 1.0) != 1.0 or getattr(config, "entropy_coef", 0.0) != 0.0:
+        return "an entropy mask or bonus is taken per micro-batch"
     if config.steps_per_generation != config.gradient_accumulation_steps:
         return (f"steps_per_generation {config.steps_per_generation} is not the {config.gradient_accumulation_steps} "
                 f"accumulation steps: a generation batch would span several optimizer steps")

@@ -223,7 +223,9 @@ def test_the_loss_is_split_invariant_on_the_pinned_trl_and_a_split_dependent_one
     assert config.steps_per_generation == config.gradient_accumulation_steps == s.grad_accum
     config.loss_type = "bnpo"  # each micro-batch normalised by its own tokens
     assert "'bnpo' normalises each micro-batch on its own" in trl_internals.split_invariant(config)
-    config.loss_type, config.steps_per_generation = "dapo", 2 * config.gradient_accumulation_steps
+    config.loss_type, config.top_entropy_quantile = "dapo", 0.2  # the entropy mask's quantile is a micro-batch's
+    assert "an entropy mask or bonus is taken per micro-batch" in trl_internals.split_invariant(config)
+    config.top_entropy_quantile, config.steps_per_generation = 1.0, 2 * config.gradient_accumulation_steps
     assert "a generation batch would span several optimizer steps" in trl_internals.split_invariant(config)
 
 
