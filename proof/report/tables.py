@@ -314,6 +314,17 @@ def _engine_text(e: dict) -> str:
     return f"{e.get('engine', '?')}" + (f" ({e['why']})" if e.get("why") else "") + (f"; self-check {checks}" if checks else "")
 
 
+def micro_batches(done) -> str:
+    """The batch_per_device each finished family trained at, as its result records it (a speed setting, not
+    committed: an older commitment's settings may name another), with how many families trained at each."""
+    counts: dict[str, int] = {}
+    for r in done:
+        used = r.timings.get("batch_per_device")
+        key = " and ".join(map(str, used)) if isinstance(used, list) and used else "not recorded"
+        counts[key] = counts.get(key, 0) + 1
+    return ", ".join(f"{k} ({n} famil{'y' if n == 1 else 'ies'})" for k, n in sorted(counts.items())) or "–"
+
+
 def provenance_table(report: Report):
     b = report.body
     starts = sorted(r.started_at for r in report.done())
@@ -325,6 +336,7 @@ def provenance_table(report: Report):
             ("trainee", ", ".join(f"{k} = {v!r}" for k, v in t.items())),
             ("rule", rule.text(report.trainee)),
             ("settings", ", ".join(f"{k} = {v}" for k, v in b["settings"].items())),
+            ("micro-batch (speed only)", micro_batches(report.done())),
             ("seed ranges", ", ".join(f"{k} {a}..{z - 1}" for k, (a, z) in b["seed_ranges"].items())),
             ("task fingerprints", "SHA-256 of each family's tasks per draw, in predictions.json; every family "
                                   "was checked against them before its model loaded"),

@@ -36,7 +36,8 @@ def synthetic(tmp_path, monkeypatch):
 
     make({family: {"prediction": "improves" | "no change", "before": scores, "after": scores}})
     Optional per family: "screen" (fields of its screen), "before_answers"/"after_answers"
-    (None: not extracted), "before_flags"/"after_flags" ((clipped, repetitive) for every answer),
+    (None: not extracted), "before_flags"/"after_flags" ((clipped, repetitive) for every answer), "timings" (more of
+    its result's timings),
     "groups" (each evaluation task's distinct question), "baselines" (what policies earn, as
     shortlist.audit.constants() says; default: nothing); "failed": reason records a failed family.
     not_run=[...] adds committed families without a result. Its answers and baselines are made up, so
@@ -92,7 +93,8 @@ def synthetic(tmp_path, monkeypatch):
                                                "policy": nothing})
             engine = {"engine": "static", "why": None, "checks": []}
             result = train.outcome(s, key, sha, commit.prediction_for(body, key), evals["before"], evals["after"],
-                                   curve, timings={"train_s": 1.0, "eval_before_s": 0.5, "eval_after_s": 0.5},
+                                   curve, timings={"train_s": 1.0, "eval_before_s": 0.5, "eval_after_s": 0.5}
+                                   | case.get("timings", {}),
                                    engine={"before": engine}, baselines=baselines, model=body["model"])
             files.write_json(files.work(s.out, sources.parse(key).slug) / "before.json",
                              {"predictions_sha256": sha, "evaluation": evals["before"].as_dict(), "seconds": 0.5,

@@ -213,6 +213,15 @@ def test_model_text_is_escaped_in_every_table(synthetic):
     assert "<script>" not in html and "&lt;answer&gt;&lt;script&gt;" in html
 
 
+def test_the_micro_batches_families_trained_at_are_shown_beside_the_committed_settings(synthetic):
+    s = synthetic({"chain_sum": {"before": HELD_UP, "after": UP, "timings": {"batch_per_device": [4]}},
+                   "leg_counting": {"before": HELD_UP, "after": UP, "timings": {"batch_per_device": [4, 16]}},
+                   "basic_arithmetic": {"before": HELD_UP, "after": UP}})
+    html = report.provenance_table(report.load(s.out)).to_html()
+    assert "micro-batch (speed only)" in html
+    assert "4 (1 family), 4 and 16 (1 family), not recorded (1 family)" in html
+
+
 def test_a_p_value_no_resample_reached_shows_below_the_resolution_not_zero(synthetic):
     s = synthetic({"products": {"before": [0.0] * 20, "after": [1.0] * 20},
                    "chain_sum": {"before": [0.0, 1.0] * 10, "after": [1.0, 0.0] * 10}})
