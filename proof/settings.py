@@ -209,7 +209,7 @@ class Settings:
     def protocol(self) -> dict:
         """What predictions commit to: every setting but where the files go and how fast it runs
         (and the trainee, which predictions.json records resolved, field by field, on its own)."""
-        return {k: v for k, v in self.as_dict().items() if k not in SPEED_ONLY}
+        return committed_part(self.as_dict())
 
     def as_dict(self) -> dict:
         return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v for f in fields(self)} | {
