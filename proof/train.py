@@ -295,6 +295,9 @@ def check(settings: Settings, family, log=print) -> Run:
                                gpu, settings.prompts_per_step * settings.group, longest_prompt(settings, run))
     if why:  # a step this GPU cannot hold, refused before the evaluation spends its minutes
         raise models.ModelError(f"{family.key}: {why}")
+    # the GRPO configuration train() will build (nothing written): a TRL whose loss depends on the micro-batch
+    # (trl_internals.split_invariant) is refused here, in its one line, not after the evaluation
+    grpo_config(settings, str(run.work / "checkpoints" / checkpoint.STAGING))
     return run
 
 

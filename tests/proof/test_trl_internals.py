@@ -1,10 +1,13 @@
 """TRL's private internals the fast trainer leans on (proof/trl_internals.py), and that the sampler
 draws exactly as the GRPOTrainer the proof configures."""
+from pathlib import Path
+
 import pytest
 import torch
 
 from proof import settings as settings_
-from proof import fast_grpo, train, trl_internals
+from proof import fast_grpo, files, train, trl_internals
+from shortlist import sources
 from shortlist.generation import sampling
 
 SMOKE = settings_.make("smoke").profile.for_source("reasoning_gym")  # the qwen3 profile at 16 new tokens, on tiny
@@ -235,3 +238,19 @@ def test_a_trl_whose_loss_depends_on_the_split_is_refused_in_one_line(tmp_path, 
         train.grpo_config(settings_.make("smoke", out=str(tmp_path / "run")), str(tmp_path / "staging"))
     assert "so batch_per_device would change results; install requirements.txt's trl" in str(e.value)
     assert "\n" not in str(e.value)
+
+
+def test_a_split_dependent_trl_is_refused_by_the_check_before_any_model_loads(synthetic, monkeypatch, no_model_loads):
+    """The refusal comes with the family's other checks (train.check), before the evaluation spends its minutes,
+    and writes nothing: not once the model is loaded and evaluated."""
+    key = "chain_sum(max_terms=2, max_digits=1)"
+    s = synthetic({key: {"before": [0.0] * 4, "after": [1.0] * 4}})
+    files.result(s.out, sources.parse(key).slug).unlink()  # not trained yet
+    monkeypatch.setattr(train.commit, "tasks_verified", lambda *_: None)  # synthetic fingerprints are zeros
+    assert train.check(s, key, log=lambda *_: None).family.key == sources.parse(key).key  # the pinned TRL passes
+    before = sorted(p.relative_to(s.out) for p in Path(s.out).rglob("*"))
+    monkeypatch.setattr(trl_internals, "LOSS", "bnpo")  # as if another TRL's loss were the protocol's
+    with pytest.raises(RuntimeError) as e:
+        train.check(s, key, log=lambda *_: None)
+    assert "so batch_per_device would change results" in str(e.value) and "\n" not in str(e.value)
+    assert sorted(p.relative_to(s.out) for p in Path(s.out).rglob("*")) == before
