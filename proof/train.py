@@ -91,13 +91,15 @@ def bookkeeping_callback(scorer: scoring.Scorer, key: str, prior: dict, log, che
                          clock: steptime.StepClock | None = None, batch: int | None = None):
     """Puts checkpoint.PROGRESS into every checkpoint the Trainer stages and publishes it whole into checkpoints;
     times the first step (compilation shows there), and each step on clock (where its seconds go). batch: this
-    process's micro-batch, kept beside those of the processes before it (a speed setting a resumed run may change)."""
+    process's micro-batch, kept beside those of the processes before it (a speed setting a resumed run may change)
+    once this process has trained a step at it (a rerun resumed at the last step trains none)."""
     clock = clock or steptime.StepClock()  # where none is given, one nobody reads
     from transformers import TrainerCallback
 
     class Bookkeeper(TrainerCallback):
         def __init__(self):
             self.started, self.counts_at_start, self.first_step_s = time.perf_counter(), _counts(scorer, key), None
+            self.stepped = False  # whether this process trained a step (at batch)
 
         def train_s(self) -> float:
             return prior.get("train_s", 0.0) + time.perf_counter() - self.started
@@ -106,7 +108,7 @@ def bookkeeping_callback(scorer: scoring.Scorer, key: str, prior: dict, log, che
             return _plus(prior.get("scoring", {}), _plus(_counts(scorer, key), self.counts_at_start, -1))
 
         def micro_batches(self) -> list[int]:
-            return sorted(set(prior.get("batch_per_device", [])) | ({batch} if batch else set()))
+            return sorted(set(prior.get("batch_per_device", [])) | ({batch} if batch and self.stepped else set()))
 
         def on_train_begin(self, args, state, control, **kwargs):
             self.first = state.global_step  # a resumed run starts at its checkpoint's step
@@ -120,6 +122,7 @@ def bookkeeping_callback(scorer: scoring.Scorer, key: str, prior: dict, log, che
 
         def on_step_end(self, args, state, control, **kwargs):
             clock.end()
+            self.stepped = True
             if self.first_step_s is None:
                 self.first_step_s = time.perf_counter() - self.started
 

@@ -92,6 +92,11 @@ def test_a_rerun_resumes_from_the_evaluation_and_the_last_checkpoint(run):
     saved = files.read_json(files.work(s.out, result.slug) / "checkpoints" / f"checkpoint-{s.steps}" / checkpoint.PROGRESS)
     assert result.timings["train_s"] >= saved["train_s"] > 0 and again.timings["train_s"] >= saved["train_s"]
     assert again.scoring["answers"] == result.scoring["answers"]
+    # a rerun at another micro-batch that resumes at the last step trains nothing: it records none of its own
+    files.result(s.out, result.slug).unlink()
+    other = train.run_family(s.replace(batch_per_device=2 * s.batch_per_device), s.families[0], log=lambda *_: None)
+    assert other.timings["resumed_at_step"] == s.steps and result.timings["batch_per_device"] == [s.batch_per_device]
+    assert other.timings["batch_per_device"] == result.timings["batch_per_device"]
 
 
 def test_a_corrupt_result_is_read_as_corrupt_and_run_again(run):
