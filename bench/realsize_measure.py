@@ -95,7 +95,7 @@ def workload(args) -> dict:
 
 def ours(args, record: Record) -> None:
     """A family as proof.train.run_family runs it (load, evaluate, GRPO, evaluate), then steady state."""
-    from proof import evaluate, settings as settings_, train
+    from proof import bookkeeping, evaluate, settings as settings_, train
     from shortlist.generation import compile_cache
     from shortlist.generation import sampling
     from shortlist import scoring
@@ -126,7 +126,7 @@ def ours(args, record: Record) -> None:
                     prompt_tokens_mean=statistics.mean(map(len, eval_rows)))
         sampling.release(loaded.model)
         steps = record.phase("grpo", steps_s=[])["steps_s"]
-        books = train.Bookkeeping()
+        books = bookkeeping.Bookkeeping()
         with clocked_steps(record, steps, deadline=args.deadline - args.reserve_s):
             trained, _ = timed_phase(record, "grpo", lambda: train.train(
                 loaded, s, w["family"], w["family"].tasks(s.seed_ranges()["train"]), scorer, checkpoints,
@@ -168,8 +168,8 @@ class clocked_steps:
         self.record, self.steps, self.deadline = record, steps, deadline
 
     def __enter__(self):
-        from proof import train
-        self.original, record, steps, deadline = train.bookkeeping_callback, self.record, self.steps, self.deadline
+        from proof import bookkeeping
+        self.original, record, steps, deadline = bookkeeping.callback, self.record, self.steps, self.deadline
 
         def progress(*args, **kwargs):
             inner = self.original(*args, **kwargs)
@@ -191,12 +191,12 @@ class clocked_steps:
                         record.phase("grpo", stopped_early_at=len(steps))
                         control.should_training_stop = True
             return Clocked()
-        train.bookkeeping_callback = progress
+        bookkeeping.callback = progress
         return self
 
     def __exit__(self, *exc):
-        from proof import train
-        train.bookkeeping_callback = self.original
+        from proof import bookkeeping
+        bookkeeping.callback = self.original
 
 
 def seed(args, record: Record) -> None:

@@ -15,13 +15,13 @@ import math
 import random
 import shutil
 import time
-import warnings
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from proof import (adapter, checkpoint, commit, evaluate, fast_grpo, files, records, seal, stats, steptime,
-                   trl_internals, verify)
+from proof import (adapter, bookkeeping, checkpoint, commit, evaluate, fast_grpo, files, records, seal, stats,
+                   steptime, trl_internals, verify)
+from proof.bookkeeping import Bookkeeping
 from proof.records import Evaluation, FamilyResult
 from proof.settings import Settings
 from shortlist import audit, executors, output, provenance, scoring, sources
@@ -69,90 +69,6 @@ def reward_function(scorer: scoring.Scorer, family: Family, trainee: Trainee, cl
     return reward
 
 
-@dataclass
-class Bookkeeping:
-    """What a family's run has spent so far, across the processes that ran parts of it."""
-    scoring: dict = field(default_factory=dict)  # ScoreCounts fields, summed
-    timings: dict = field(default_factory=dict)
-    engine: dict = field(default_factory=dict)  # phase -> the status() of its own engine.phase() record
-    resumed_at_step: int | None = None
-    trainer: str = ""  # "fast", or TRL's own and why
-
-
-def _counts(scorer: scoring.Scorer, key: str) -> dict:
-    return vars(scorer.counts.get(key, scoring.ScoreCounts())).copy()
-
-
-def _plus(a: dict, b: dict, sign: int = 1) -> dict:
-    return {k: a.get(k, 0) + sign * b.get(k, 0) for k in a.keys() | b.keys()}
-
-
-def bookkeeping_callback(scorer: scoring.Scorer, key: str, prior: dict, log, checkpoints: Path,
-                         clock: steptime.StepClock | None = None, batch: int | None = None):
-    """Puts checkpoint.PROGRESS into every checkpoint the Trainer stages and publishes it whole into checkpoints;
-    times the first step (compilation shows there), and each step on clock (where its seconds go). batch: this
-    process's micro-batch, kept beside those of the processes before it (a speed setting a resumed run may change)
-    once this process has trained a step at it (a rerun resumed at the last step trains none)."""
-    clock = clock or steptime.StepClock()  # where none is given, one nobody reads
-    from transformers import TrainerCallback
-
-    class Bookkeeper(TrainerCallback):
-        def __init__(self):
-            self.started, self.counts_at_start, self.first_step_s = time.perf_counter(), _counts(scorer, key), None
-            self.stepped = False  # whether this process trained a step (at batch)
-
-        def train_s(self) -> float:
-            return prior.get("train_s", 0.0) + time.perf_counter() - self.started
-
-        def scoring(self) -> dict:
-            return _plus(prior.get("scoring", {}), _plus(_counts(scorer, key), self.counts_at_start, -1))
-
-        def micro_batches(self) -> list[int]:
-            return sorted(set(prior.get("batch_per_device", [])) | ({batch} if batch and self.stepped else set()))
-
-        def on_train_begin(self, args, state, control, **kwargs):
-            self.first = state.global_step  # a resumed run starts at its checkpoint's step
-            self.begun = time.perf_counter()  # steps are timed from here: not the trainer's construction
-            log(f"{key}: trainer ready ({self.begun - self.started:.0f} s); step {state.global_step + 1} of "
-                f"{state.max_steps} under way")
-
-        def on_step_begin(self, args, state, control, **kwargs):
-            precision.check(f"{key}, GRPO step {state.global_step + 1}")
-            clock.begin()
-
-        def on_step_end(self, args, state, control, **kwargs):
-            clock.end()
-            self.stepped = True
-            if self.first_step_s is None:
-                self.first_step_s = time.perf_counter() - self.started
-
-        def on_save(self, args, state, control, **kwargs):
-            # called right after the Trainer wrote the checkpoint: the counts are those of the state it holds
-            staged = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-            files.write_json(staged / checkpoint.PROGRESS, {"step": state.global_step, "train_s": self.train_s(),
-                                                 "scoring": self.scoring(), "batch_per_device": self.micro_batches()})
-            checkpoint.publish(staged, checkpoints)
-
-        def on_log(self, args, state, control, logs=None, **kwargs):
-            if logs and "reward" in logs:  # one short line per logged step: papermill shows it, no bar floods
-                log(progress_line(key, state.global_step, state.max_steps, logs,
-                                  time.perf_counter() - self.begun, state.global_step - self.first))
-    return Bookkeeper()
-
-
-def progress_line(key: str, step: int, steps: int, logs: dict, seconds: float, done: int) -> str:
-    """One logged GRPO step: the family, the step, its reward, seconds per step and the time left, from the
-    steps this process ran (a resumed run's earlier steps are not timed here)."""
-    per = seconds / done if done > 0 else float("nan")
-    left = per * (steps - step)
-    # the time left is training's: the evaluation after it comes next, so the last step says that, not "0.0 min"
-    eta = ("evaluation next" if step >= steps else
-           f"{left / 60:.1f} min left" if left == left else "time left unknown")
-    return (f"{key} step {step}/{steps}: reward {logs['reward']:.3f} ± {logs.get('reward_std', 0):.3f}, zero-std "
-            f"{logs.get('frac_reward_zero_std', 0):.2f}, clipped {logs.get('completions/clipped_ratio', 0):.2f}, "
-            f"length {logs.get('completions/mean_length', 0):.0f}, {per:.1f} s/step, {eta}")
-
-
 def run_trainer(trainer, resume: Path | None, folder: Path) -> None:
     """trainer.train() from a checkpoint. A full disk ends in one line, its half-written checkpoint removed
     (its space back, nothing a rerun would trust); the staging folder goes in any case (TRL's model card)."""
@@ -192,7 +108,7 @@ def train(loaded: sampling.Loaded, settings: Settings, family: Family, rows: lis
     resume = checkpoint.resumable(folder, log)
     prior = files.read_json(resume / checkpoint.PROGRESS) if resume else {}  # whole: checkpoint.complete() read it
     clock = steptime.StepClock()
-    keeper = bookkeeping_callback(scorer, family.key, prior, log, folder, clock, settings.batch_per_device)
+    keeper = bookkeeping.callback(scorer, family.key, prior, log, folder, clock, settings.batch_per_device)
     arguments = dict(
         model=loaded.model, processing_class=loaded.tokenizer,
         reward_funcs=[reward_function(scorer, family, trainee, clock)],
@@ -221,7 +137,7 @@ def train(loaded: sampling.Loaded, settings: Settings, family: Family, rows: lis
     books.timings |= {"train_s": keeper.train_s(), "first_step_s": keeper.first_step_s,
                       "batch_per_device": keeper.micro_batches(),  # the micro-batches the steps were trained at
                       "step_parts": clock.summary() | {"generation_timed": generation_timed}}
-    books.scoring = _plus(books.scoring, keeper.scoring())
+    books.scoring = bookkeeping.plus(books.scoring, keeper.scoring())
     if books.trainer == "fast":
         trainer.engine.sync(trainer.model)  # the copy is the trained model, merged and already compiled
         return trainer.engine.model, trainer.state.log_history
@@ -328,15 +244,15 @@ def evaluate_before(run: Run, log=print) -> Evaluation:
         run.before = None
     if run.before is not None:
         run.books.timings["eval_before_s"] = stored["seconds"]
-        run.books.scoring = _plus(run.books.scoring, stored["scoring"])
+        run.books.scoring = bookkeeping.plus(run.books.scoring, stored["scoring"])
         run.books.engine["before"] = stored["engine"]
     else:
-        started, counts = time.perf_counter(), _counts(run.scorer, run.family.key)
+        started, counts = time.perf_counter(), bookkeeping.counts(run.scorer, run.family.key)
         with engine.phase() as phase:
             run.before = evaluate.evaluate(run.sampler(), run.scorer, run.family, run.tasks["eval"])
-        seconds, spent = time.perf_counter() - started, _plus(_counts(run.scorer, run.family.key), counts, -1)
+        seconds, spent = time.perf_counter() - started, bookkeeping.plus(bookkeeping.counts(run.scorer, run.family.key), counts, -1)
         run.books.timings["eval_before_s"], run.books.engine["before"] = seconds, phase.status()
-        run.books.scoring = _plus(run.books.scoring, spent)
+        run.books.scoring = bookkeeping.plus(run.books.scoring, spent)
         files.write_json(path, {"predictions_sha256": run.sha, "evaluation": run.before.as_dict(), "seconds": seconds,
                                 "scoring": spent, "engine": run.books.engine["before"]})
     log(f"{run.family.key}: before training, accuracy {run.before.accuracy:.3f}, mean score "
@@ -364,11 +280,11 @@ def train_family(run: Run, log=print) -> list[dict]:
 def evaluate_after(run: Run, log=print) -> Evaluation:
     if run.done:
         return run.done.after
-    started, counts = time.perf_counter(), _counts(run.scorer, run.family.key)
+    started, counts = time.perf_counter(), bookkeeping.counts(run.scorer, run.family.key)
     with engine.phase() as phase:
         run.after = evaluate.evaluate(run.sampler(run.trained), run.scorer, run.family, run.tasks["eval"])
     run.books.timings["eval_after_s"] = time.perf_counter() - started
-    run.books.scoring = _plus(run.books.scoring, _plus(_counts(run.scorer, run.family.key), counts, -1))
+    run.books.scoring = bookkeeping.plus(run.books.scoring, bookkeeping.plus(bookkeeping.counts(run.scorer, run.family.key), counts, -1))
     run.books.engine["after"] = phase.status()
     log(f"{run.family.key}: after training, accuracy {run.after.accuracy:.3f}, mean score {run.after.mean_score:.3f}")
     return run.after

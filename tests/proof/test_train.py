@@ -373,7 +373,7 @@ def test_training_a_family_compiles_into_the_run_folder(synthetic, monkeypatch, 
 
 
 def test_a_progress_line_names_the_family_and_times_the_steps_this_process_ran():
-    from proof.train import progress_line
+    from proof.bookkeeping import progress_line
     logs = {"reward": 0.25, "reward_std": 0.1}
     line = progress_line("chain_sum", 6, 10, logs, seconds=8.0, done=4)  # resumed at step 2: 4 steps in 8 s
     assert line.startswith("chain_sum step 6/10: reward 0.250 ± 0.100, zero-std 0.00") and line.endswith(

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from proof import settings as settings_
-from proof import fast_grpo, files, train, trl_internals
+from proof import bookkeeping, fast_grpo, files, train, trl_internals
 from shortlist import sources
 from shortlist.generation import sampling
 
@@ -154,7 +154,7 @@ def test_another_trl_version_or_changed_internals_close_the_gate(monkeypatch):
 
 def test_a_closed_gate_trains_with_trls_own_trainer_and_says_why(monkeypatch, tmp_path):
     monkeypatch.setattr(trl_internals, "gate", lambda: "trl 9.9 is not one the fast trainer was verified on")
-    books = train.Bookkeeping()
+    books = bookkeeping.Bookkeeping()
     s = settings_.make("smoke", steps=1, out=str(tmp_path / "run"))
     from shortlist import scoring, sources
     with scoring.Scorer(workers=1) as scorer:
