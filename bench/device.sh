@@ -54,6 +54,10 @@
 #                                         wider grid, timed by bench/throughput.py (catalog_wall_s, issue 39) under
 #                                         CATALOG_MIN minutes, then selection v2 on it (examples/smollm2-22 excluded);
 #                                         no commitment: that is the next piece (then waitc3)
+#   grouped    .whl                       bench/grouped_generation.py (after model-1, model-2): GRPO's generation for
+#                                         GROUPED_FAMILIES (8) specs of examples/smollm2-22 in one batch through their
+#                                         own LoRA adapters, against each alone on its merged copy (issue 39's lever,
+#                                         before it is built; ~3 min)
 #   waitc3 S   (none)                     waits up to S seconds for catalog3, then brings back the catalog, the
 #                                         selection (or its one-line refusal), the timing JSON and the logs
 #
@@ -369,6 +373,12 @@ EOP
     tar -czf "$OUT/logs.tgz" -C /root logs
     cat /root/md/modes.json 2>/dev/null | python3 -c "import json, sys; d = json.load(sys.stdin); print(json.dumps({m: {k: v for k, v in r.items() if k not in ('phases_median_s', 'equivalence')} for m, r in d['modes'].items()}, indent=1))"
     tail -n 3 /root/logs/modes.log ;;
+  grouped)
+    install
+    [ -d /root/smollm2 ] || env $PINNED python3 /root/gguf-to-hf /root/smollm2.gguf /root/smollm2 || exit 1
+    mkdir -p "$OUT"; versions $PINNED
+    env $PINNED python3 bench/grouped_generation.py --model /root/smollm2 --trainee smollm2 \
+      --families "$(specs "${GROUPED_FAMILIES:-8}")" --json "$OUT/grouped.json" 2>&1 | grep -v Warning | tail -30 ;;
   tf32)
     install
     env $PINNED python3 - <<'EOP' 2>&1 | grep -v Warning

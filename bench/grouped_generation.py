@@ -1,0 +1,117 @@
+"""Issue 39's lever, measured before it is built: GRPO's generation for F families in one batch, each family's rows
+through its own LoRA adapter (shortlist/generation/grouped_lora.py), against each family alone on its merged copy.
+
+    python bench/grouped_generation.py --model /root/smollm2 --trainee smollm2 --families "$(cat F)" --json out.json
+    python bench/grouped_generation.py --model tiny --trainee "qwen3(max_new_tokens=16)" --repeats 1   # a CPU run
+
+What a GRPO step generates: for each family, prompts_per_step (4) training questions, each asked `group` (8) times,
+sampled at the trainee's temperature on the fast engine (static cache, CUDA graphs, its self-check first). Timed:
+- alone: one family's 32 rows on a merged copy of the model, as each family's process does today (per family, the
+  median over --repeats calls after the first); F of them one after another is what one process would spend;
+- grouped: the F families' rows in one batch of F x 32 through the grouped model (the median over --repeats).
+The adapters are random (rank lora_r, scale lora_alpha / lora_r): speed does not depend on their values. Under MPS
+today 8 families' processes each spend 2.72 s generating per step on an H100 (throughput.8mps100.h100.txt): that
+is the figure grouped generation has to beat. Also timed: writing one family's adapter into the grouped model
+(what each step would add), the first call of each (compilation and the engine's self-check), and the most memory.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import torch  # noqa: E402
+import transformers  # noqa: E402
+
+from proof import settings as settings_  # noqa: E402
+from shortlist import provenance, sources, spec, trainee  # noqa: E402
+from shortlist.generation import engine, grouped_lora, sampling  # noqa: E402
+from shortlist.models import hf_internals  # noqa: E402
+
+
+def sync() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def timed(call) -> tuple[float, object]:
+    sync()
+    started = time.perf_counter()
+    out = call()
+    sync()
+    return time.perf_counter() - started, out
+
+
+def step_rows(loaded, who, family, group: int, prompts: int) -> list[list[int]]:
+    """A GRPO step's prompts for one family: `prompts` training questions, each `group` times in a row (TRL's order)."""
+    questions = [t["question"] for t in family.tasks(range(prompts))]
+    return [ids for ids in sampling.prompt_ids(loaded.tokenizer, who, questions) for _ in range(group)]
+
+
+def measure(model, rows: list[list[int]], loaded, who, repeats: int) -> dict:
+    pad, eos = loaded.tokenizer.pad_token_id, sampling.eos_token_ids(loaded.model, loaded.tokenizer)
+    config = sampling.generation_config(model, loaded.tokenizer, who, fast=True,
+                                        max_cache_len=sampling.cache_length(rows, who.max_new_tokens))
+    torch.manual_seed(0)
+    first_s, out = timed(lambda: sampling.generate_ids(model, rows, config, len(rows), pad, eos, same_shape=True))
+    seconds, lengths = [], []
+    for _ in range(repeats):
+        s, out = timed(lambda: sampling.generate_ids(model, rows, config, len(rows), pad, eos, same_shape=True))
+        seconds.append(s)
+        lengths.append(max(map(len, out)))
+    return {"first_s": round(first_s, 3), "median_s": round(statistics.median(seconds), 4),
+            "seconds": [round(s, 4) for s in seconds], "rows": len(rows), "longest_completion": lengths,
+            "mean_completion": round(statistics.mean(map(len, out)), 1)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--trainee", default="smollm2")
+    ap.add_argument("--families", default="chain_sum(max_terms=2, max_digits=1), products(max_digits=1)",
+                    help="the families of one grouped batch, comma-separated specs")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--json", help="write the findings here")
+    args = ap.parse_args()
+    s = settings_.make()
+    families = [sources.parse(f) for f in spec.split(args.families)]
+    who = trainee.resolve(args.trainee).replace(model=args.model).for_source(families[0].source)
+    loaded = sampling.load(args.model)
+    names = grouped_lora.linear_names(loaded.model)
+    rank, scale = s.lora_r, s.lora_alpha / s.lora_r
+    adapters = [grouped_lora.random_adapter(loaded.model, names, rank, seed=f, spread=0.01) for f in range(len(families))]
+    rows = [step_rows(loaded, who, f, who.group, s.prompts_per_step) for f in families]
+
+    merged = grouped_lora.merge(hf_internals.plain_copy(loaded.model), adapters[0], scale)
+    engine.reset()
+    alone = {f.key: measure(merged, r, loaded, who, args.repeats) for f, r in zip(families, rows)}
+    alone_status = engine.status()
+    del merged
+    grouped = grouped_lora.group(hf_internals.plain_copy(loaded.model), names, len(families), rank, scale)
+    write_s = [timed(lambda: grouped_lora.load(grouped, f, a))[0] for f, a in enumerate(adapters)]
+    engine.reset()
+    together = measure(grouped, [r for family in rows for r in family], loaded, who, args.repeats)
+    serial = sum(a["median_s"] for a in alone.values())
+    found = {
+        "measured": provenance.now(), "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
+        "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
+        "model": args.model, "trainee": who.profile, "families": [f.key for f in families], "lora_rank": rank,
+        "rows_per_family": len(rows[0]), "max_new_tokens": who.max_new_tokens,
+        "alone": alone, "alone_engine": alone_status, "grouped": together, "grouped_engine": engine.status(),
+        "adapter_write_s": round(statistics.median(write_s), 4),
+        "alone_serial_s": round(serial, 4), "speedup_over_serial": round(serial / together["median_s"], 2),
+        "gpu_memory_max_gib": round(torch.cuda.max_memory_reserved() / 2 ** 30, 2) if torch.cuda.is_available() else None,
+    }
+    print(json.dumps({k: found[k] for k in ("device", "families", "alone_serial_s", "adapter_write_s",
+                                            "speedup_over_serial")}, indent=1))
+    print("grouped:", together, "engine:", found["grouped_engine"]["engine"], found["grouped_engine"]["why"])
+    if args.json:
+        Path(args.json).write_text(json.dumps(found, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
