@@ -56,8 +56,9 @@
 #                                         no commitment: that is the next piece (then waitc3)
 #   grouped    .whl                       bench/grouped_generation.py (after model-1, model-2): GRPO's generation for
 #                                         GROUPED_FAMILIES (8) specs of examples/smollm2-22 in one batch through their
-#                                         own LoRA adapters, against each alone on its merged copy (issue 39's lever,
-#                                         before it is built; ~3 min)
+#                                         own LoRA adapters, against each alone on its merged copy, and against as many
+#                                         processes at once under MPS, as runs do today (issue 39's lever, before it
+#                                         is built; ~4 min)
 #   waitc3 S   (none)                     waits up to S seconds for catalog3, then brings back the catalog, the
 #                                         selection (or its one-line refusal), the timing JSON and the logs
 #
@@ -376,9 +377,11 @@ EOP
   grouped)
     install
     [ -d /root/smollm2 ] || env $PINNED python3 /root/gguf-to-hf /root/smollm2.gguf /root/smollm2 || exit 1
-    mkdir -p "$OUT"; versions $PINNED
+    mkdir -p "$OUT"; versions $PINNED; MPS=1 mps_on
     env $PINNED python3 bench/grouped_generation.py --model /root/smollm2 --trainee smollm2 \
-      --families "$(specs "${GROUPED_FAMILIES:-8}")" --json "$OUT/grouped.json" 2>&1 | grep -v Warning | tail -30 ;;
+      --families "$(specs "${GROUPED_FAMILIES:-8}")" --processes "${GROUPED_FAMILIES:-8}" --json "$OUT/grouped.json" \
+      2>&1 | grep -v Warning | tail -30
+    echo quit | nvidia-cuda-mps-control ;;
   tf32)
     install
     env $PINNED python3 - <<'EOP' 2>&1 | grep -v Warning

@@ -13,12 +13,18 @@ The adapters are random (rank lora_r, scale lora_alpha / lora_r): speed does not
 today 8 families' processes each spend 2.72 s generating per step on an H100 (throughput.8mps100.h100.txt): that
 is the figure grouped generation has to beat. Also timed: writing one family's adapter into the grouped model
 (what each step would add), the first call of each (compilation and the engine's self-check), and the most memory.
+--processes N also runs what today's runs do, on the same GPU: N processes (under MPS where the caller started its
+daemon: bench/device.sh MPS=1), each one family's 32 rows alone, their timed calls started together (each waits
+for all to have compiled): `concurrent` is the median over the processes of their median call.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -63,9 +69,42 @@ def measure(model, rows: list[list[int]], loaded, who, repeats: int) -> dict:
         s, out = timed(lambda: sampling.generate_ids(model, rows, config, len(rows), pad, eos, same_shape=True))
         seconds.append(s)
         lengths.append(max(map(len, out)))
-    return {"first_s": round(first_s, 3), "median_s": round(statistics.median(seconds), 4),
+    return {"first_s": round(first_s, 3), "median_s": round(statistics.median(seconds), 4) if seconds else None,
             "seconds": [round(s, 4) for s in seconds], "rows": len(rows), "longest_completion": lengths,
             "mean_completion": round(statistics.mean(map(len, out)), 1)}
+
+
+def concurrent_processes(args) -> dict:
+    """--processes N: N processes generating at once, family i % F each, their repeats started together."""
+    sync = Path(args.json or "grouped.json").with_suffix(".sync")
+    sync.mkdir(parents=True, exist_ok=True)
+    for old in sync.iterdir():
+        old.unlink()
+    base = [sys.executable, __file__, "--model", args.model, "--trainee", args.trainee, "--families", args.families,
+            "--repeats", str(args.repeats), "--sync", str(sync), "--of", str(args.processes)]
+    jobs = [subprocess.Popen(base + ["--member", str(i)]) for i in range(args.processes)]
+    codes = [job.wait() for job in jobs]
+    found = [json.loads((sync / f"alone.{i}.json").read_text()) for i in range(args.processes) if codes[i] == 0]
+    shutil.rmtree(sync)
+    return {"processes": args.processes, "failed": sum(c != 0 for c in codes), "mps": "CUDA_MPS_PIPE_DIRECTORY" in os.environ,
+            "median_s": round(statistics.median(f["median_s"] for f in found), 4) if found else None,
+            "slowest_median_s": max((f["median_s"] for f in found), default=None), "members": found}
+
+
+def member(args, loaded, who, families, rows) -> None:
+    """One of --processes: family (member % F) alone, compiled first, its timed calls once every member is ready."""
+    i = args.member
+    s = settings_.make()
+    adapter = grouped_lora.random_adapter(loaded.model, grouped_lora.linear_names(loaded.model), s.lora_r, seed=i)
+    model = grouped_lora.merge(hf_internals.plain_copy(loaded.model), adapter, s.lora_alpha / s.lora_r)
+    found = measure(model, rows[i % len(rows)], loaded, who, 0)  # the first call: compilation, the self-check
+    sync = Path(args.sync)
+    (sync / f"ready.{i}").touch()
+    while len(list(sync.glob("ready.*"))) < args.of:
+        time.sleep(0.05)
+    found |= {k: v for k, v in measure(model, rows[i % len(rows)], loaded, who, args.repeats).items() if k != "first_s"}
+    found |= {"family": families[i % len(families)].key, "engine": engine.status()["engine"]}
+    (sync / f"alone.{i}.json").write_text(json.dumps(found))
 
 
 def main() -> None:
@@ -76,6 +115,10 @@ def main() -> None:
                     help="the families of one grouped batch, comma-separated specs")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--json", help="write the findings here")
+    ap.add_argument("--processes", type=int, default=0, help="also N processes at once, each one family alone")
+    ap.add_argument("--member", type=int, help=argparse.SUPPRESS)  # one of --processes
+    ap.add_argument("--sync", help=argparse.SUPPRESS)
+    ap.add_argument("--of", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     s = settings_.make()
     families = [sources.parse(f) for f in spec.split(args.families)]
@@ -85,6 +128,8 @@ def main() -> None:
     rank, scale = s.lora_r, s.lora_alpha / s.lora_r
     adapters = [grouped_lora.random_adapter(loaded.model, names, rank, seed=f, spread=0.01) for f in range(len(families))]
     rows = [step_rows(loaded, who, f, who.group, s.prompts_per_step) for f in families]
+    if args.member is not None:
+        return member(args, loaded, who, families, rows)
 
     merged = grouped_lora.merge(hf_internals.plain_copy(loaded.model), adapters[0], scale)
     engine.reset()
@@ -96,6 +141,8 @@ def main() -> None:
     engine.reset()
     together = measure(grouped, [r for family in rows for r in family], loaded, who, args.repeats)
     serial = sum(a["median_s"] for a in alone.values())
+    del grouped
+    concurrent = concurrent_processes(args) if args.processes else None
     found = {
         "measured": provenance.now(), "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
@@ -104,10 +151,13 @@ def main() -> None:
         "alone": alone, "alone_engine": alone_status, "grouped": together, "grouped_engine": engine.status(),
         "adapter_write_s": round(statistics.median(write_s), 4),
         "alone_serial_s": round(serial, 4), "speedup_over_serial": round(serial / together["median_s"], 2),
+        "concurrent": concurrent,
         "gpu_memory_max_gib": round(torch.cuda.max_memory_reserved() / 2 ** 30, 2) if torch.cuda.is_available() else None,
     }
     print(json.dumps({k: found[k] for k in ("device", "families", "alone_serial_s", "adapter_write_s",
                                             "speedup_over_serial")}, indent=1))
+    if concurrent:
+        print("concurrent:", {k: v for k, v in concurrent.items() if k != "members"})
     print("grouped:", together, "engine:", found["grouped_engine"]["engine"], found["grouped_engine"]["why"])
     if args.json:
         Path(args.json).write_text(json.dumps(found, indent=1) + "\n")
