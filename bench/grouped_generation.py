@@ -97,8 +97,8 @@ def member(args, loaded, who, families, rows) -> None:
     s = settings_.make()
     adapter = grouped_lora.random_adapter(loaded.model, grouped_lora.linear_names(loaded.model), s.lora_r, seed=i)
     model = grouped_lora.merge(hf_internals.plain_copy(loaded.model), adapter, s.lora_alpha / s.lora_r)
-    found = measure(model, rows[i % len(rows)], loaded, who, 0)  # the first call: compilation, the self-check
     sync = Path(args.sync)
+    found = measure(model, rows[i % len(rows)], loaded, who, 0)  # the first call: compilation, the self-check
     (sync / f"ready.{i}").touch()
     while len(list(sync.glob("ready.*"))) < args.of:
         time.sleep(0.05)
@@ -164,4 +164,10 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BaseException:  # a member that failed is ready too: the others must not wait for one that never comes
+        member_of = sys.argv[sys.argv.index("--sync") + 1] if "--sync" in sys.argv else None
+        if member_of and "--member" in sys.argv:
+            (Path(member_of) / f"ready.{sys.argv[sys.argv.index('--member') + 1]}").touch()
+        raise
