@@ -38,6 +38,9 @@ from shortlist import provenance, sources, spec, trainee  # noqa: E402
 from shortlist.generation import engine, grouped_lora, sampling  # noqa: E402
 from shortlist.models import hf_internals  # noqa: E402
 
+SPREAD = 0.01  # the random adapters' scale (every run of the benchmark uses the same adapters, family by family)
+WAIT_S = 900  # how long a member waits for the others to have compiled before it times alone
+
 
 def sync() -> None:
     if torch.cuda.is_available():
@@ -58,18 +61,22 @@ def step_rows(loaded, who, family, group: int, prompts: int) -> list[list[int]]:
     return [ids for ids in sampling.prompt_ids(loaded.tokenizer, who, questions) for _ in range(group)]
 
 
-def measure(model, rows: list[list[int]], loaded, who, repeats: int) -> dict:
+def measure(model, rows: list[list[int]], loaded, who, repeats: int, first: bool = True) -> dict:
+    """The first call (where it is the model's first: compilation and the engine's self-check), then `repeats`
+    timed calls, one batch of all the rows each."""
     pad, eos = loaded.tokenizer.pad_token_id, sampling.eos_token_ids(loaded.model, loaded.tokenizer)
     config = sampling.generation_config(model, loaded.tokenizer, who, fast=True,
                                         max_cache_len=sampling.cache_length(rows, who.max_new_tokens))
     torch.manual_seed(0)
-    first_s, out = timed(lambda: sampling.generate_ids(model, rows, config, len(rows), pad, eos, same_shape=True))
+    first_s, out = timed(lambda: sampling.generate_ids(model, rows, config, len(rows), pad, eos, same_shape=True)) \
+        if first else (None, [])
     seconds, lengths = [], []
     for _ in range(repeats):
         s, out = timed(lambda: sampling.generate_ids(model, rows, config, len(rows), pad, eos, same_shape=True))
         seconds.append(s)
         lengths.append(max(map(len, out)))
-    return {"first_s": round(first_s, 3), "median_s": round(statistics.median(seconds), 4) if seconds else None,
+    return {"first_s": first_s and round(first_s, 3),
+            "median_s": round(statistics.median(seconds), 4) if seconds else None,
             "seconds": [round(s, 4) for s in seconds], "rows": len(rows), "longest_completion": lengths,
             "mean_completion": round(statistics.mean(map(len, out)), 1)}
 
@@ -83,7 +90,14 @@ def concurrent_processes(args) -> dict:
     base = [sys.executable, __file__, "--model", args.model, "--trainee", args.trainee, "--families", args.families,
             "--repeats", str(args.repeats), "--sync", str(sync), "--of", str(args.processes)]
     jobs = [subprocess.Popen(base + ["--member", str(i)]) for i in range(args.processes)]
-    codes = [job.wait() for job in jobs]
+    deadline = time.time() + WAIT_S + 600
+    codes = []
+    for job in jobs:  # a member that hangs is stopped: the command ends, and says so
+        try:
+            codes.append(job.wait(timeout=max(1.0, deadline - time.time())))
+        except subprocess.TimeoutExpired:
+            job.kill()
+            codes.append(job.wait())
     found = [json.loads((sync / f"alone.{i}.json").read_text()) for i in range(args.processes) if codes[i] == 0]
     shutil.rmtree(sync)
     return {"processes": args.processes, "failed": sum(c != 0 for c in codes), "mps": "CUDA_MPS_PIPE_DIRECTORY" in os.environ,
@@ -95,16 +109,31 @@ def member(args, loaded, who, families, rows) -> None:
     """One of --processes: family (member % F) alone, compiled first, its timed calls once every member is ready."""
     i = args.member
     s = settings_.make()
-    adapter = grouped_lora.random_adapter(loaded.model, grouped_lora.linear_names(loaded.model), s.lora_r, seed=i)
+    adapter = grouped_lora.random_adapter(loaded.model, grouped_lora.linear_names(loaded.model), s.lora_r,
+                                          seed=i % len(families), spread=SPREAD)  # the alone run's adapter
     model = grouped_lora.merge(hf_internals.plain_copy(loaded.model), adapter, s.lora_alpha / s.lora_r)
     sync = Path(args.sync)
     found = measure(model, rows[i % len(rows)], loaded, who, 0)  # the first call: compilation, the self-check
     (sync / f"ready.{i}").touch()
-    while len(list(sync.glob("ready.*"))) < args.of:
-        time.sleep(0.05)
-    found |= {k: v for k, v in measure(model, rows[i % len(rows)], loaded, who, args.repeats).items() if k != "first_s"}
-    found |= {"family": families[i % len(families)].key, "engine": engine.status()["engine"]}
+    together = wait_for(sync, "ready", args.of)  # a member that never comes is waited for WAIT_S at most
+    found |= {k: v for k, v in measure(model, rows[i % len(rows)], loaded, who, args.repeats, first=False).items()
+              if k != "first_s"}
+    found |= {"family": families[i % len(families)].key, "engine": engine.status()["engine"],
+              "started_together": together}
     (sync / f"alone.{i}.json").write_text(json.dumps(found))
+    (sync / f"done.{i}").touch()
+    while not wait_for(sync, "done", args.of, 0):  # the GPU stays as shared as it was until the slowest is done
+        measure(model, rows[i % len(rows)], loaded, who, 1, first=False)
+
+
+def wait_for(sync: Path, what: str, members: int, seconds: float = None) -> bool:
+    """Whether every member has touched its `what` file, waiting up to seconds (WAIT_S) for them."""
+    deadline = time.time() + (WAIT_S if seconds is None else seconds)
+    while len(list(sync.glob(f"{what}.*"))) < members:
+        if time.time() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def main() -> None:
@@ -126,7 +155,7 @@ def main() -> None:
     loaded = sampling.load(args.model)
     names = grouped_lora.linear_names(loaded.model)
     rank, scale = s.lora_r, s.lora_alpha / s.lora_r
-    adapters = [grouped_lora.random_adapter(loaded.model, names, rank, seed=f, spread=0.01) for f in range(len(families))]
+    adapters = [grouped_lora.random_adapter(loaded.model, names, rank, seed=f, spread=SPREAD) for f in range(len(families))]
     rows = [step_rows(loaded, who, f, who.group, s.prompts_per_step) for f in families]
     if args.member is not None:
         return member(args, loaded, who, families, rows)
@@ -136,7 +165,8 @@ def main() -> None:
     alone = {f.key: measure(merged, r, loaded, who, args.repeats) for f, r in zip(families, rows)}
     alone_status = engine.status()
     del merged
-    grouped = grouped_lora.group(hf_internals.plain_copy(loaded.model), names, len(families), rank, scale)
+    grouped = grouped_lora.group(hf_internals.plain_copy(loaded.model), names, len(families), len(rows[0]), rank,
+                                 scale)
     write_s = [timed(lambda: grouped_lora.load(grouped, f, a))[0] for f, a in enumerate(adapters)]
     engine.reset()
     together = measure(grouped, [r for family in rows for r in family], loaded, who, args.repeats)

@@ -10,7 +10,8 @@ group() turns a plain model into one that serves F families: every adapted nn.Li
 forward is, for family f's rows,
     y = x W^T + b + scale * (x A_f^T) B_f^T
 (PEFT's LoRA: A_f is lora_A's weight, r x in; B_f is lora_B's, out x r; scale = lora_alpha / r). The rows of a
-batch are the families' in order, an equal number each (the batch is F groups of rows), so one reshape gives each
+batch are the families' in order, an equal number each (the batch is F groups of rows, of the size group() was
+given: a batch split or padded by a caller is refused, never read as other families' rows), so one reshape gives each
 family its rows and the whole forward has one shape: the engine (engine.decode_static) replays it as a CUDA graph.
 The adapters are buffers written in place (load()), so a captured graph sees new weights without re-recording.
 
@@ -27,35 +28,39 @@ Adapter = dict[str, tuple[torch.Tensor, torch.Tensor]]  # a plain model's module
 
 
 class GroupedLoRA(torch.nn.Module):
-    """An nn.Linear shared by `families` families, each with its own rank-r update, rows in equal groups."""
+    """An nn.Linear shared by `families` families, each with its own rank-r update: every batch is the families'
+    rows_per_family rows each, in family order."""
 
-    def __init__(self, base: torch.nn.Linear, families: int, rank: int, scale: float):
+    def __init__(self, base: torch.nn.Linear, families: int, rows_per_family: int, rank: int, scale: float):
         super().__init__()
-        self.base, self.families, self.scale = base, families, scale
+        self.base, self.families, self.rows_per_family, self.scale = base, families, rows_per_family, scale
         weight = base.weight
         self.register_buffer("A", torch.zeros(families, rank, base.in_features, dtype=weight.dtype, device=weight.device))
         self.register_buffer("B", torch.zeros(families, base.out_features, rank, dtype=weight.dtype, device=weight.device))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.shape[0]
-        if rows % self.families:
-            raise ValueError(f"a batch of {rows} rows is not {self.families} equal groups (one per family)")
+        if rows != self.families * self.rows_per_family:  # a batch split or padded would give rows another's update
+            raise ValueError(f"a batch of {rows} rows where this grouped model serves exactly {self.families} families x "
+                             f"{self.rows_per_family} rows, in family order")
         y = self.base(x)
         groups = x.reshape(self.families, -1, x.shape[-1])  # family f's rows, every position, one after another
         delta = torch.bmm(torch.bmm(groups, self.A.transpose(1, 2)), self.B.transpose(1, 2))
         return y + self.scale * delta.reshape(y.shape)
 
 
-def group(model: torch.nn.Module, names: list[str], families: int, rank: int, scale: float) -> torch.nn.Module:
-    """The model (changed in place) with each named nn.Linear made a GroupedLoRA for `families` families, every
-    adapter zero (each family the base model) until load() writes it."""
+def group(model: torch.nn.Module, names: list[str], families: int, rows_per_family: int, rank: int,
+          scale: float) -> torch.nn.Module:
+    """The model (changed in place) with each named nn.Linear made a GroupedLoRA for `families` families of
+    rows_per_family rows each, every adapter zero (each family the base model) until load() writes it."""
     modules = dict(model.named_modules())
     missing = [n for n in names if not isinstance(modules.get(n), torch.nn.Linear)]
     if missing:
         raise ValueError(f"not nn.Linear modules of this model: {', '.join(missing[:3])}")
     for name in names:
         parent, _, child = name.rpartition(".")
-        setattr(modules[parent] if parent else model, child, GroupedLoRA(modules[name], families, rank, scale))
+        setattr(modules[parent] if parent else model, child,
+                GroupedLoRA(modules[name], families, rows_per_family, rank, scale))
     return model
 
 

@@ -16,7 +16,7 @@ def models():
     base = sampling.load("tiny", on="cpu")
     names = grouped_lora.linear_names(base.model)
     adapters = [grouped_lora.random_adapter(base.model, names, RANK, seed=f, spread=0.3) for f in range(FAMILIES)]
-    grouped = grouped_lora.group(copy.deepcopy(base.model), names, FAMILIES, RANK, SCALE)
+    grouped = grouped_lora.group(copy.deepcopy(base.model), names, FAMILIES, ROWS, RANK, SCALE)
     for f, adapter in enumerate(adapters):
         assert grouped_lora.load(grouped, f, adapter) == len(names)
     merged = [grouped_lora.merge(copy.deepcopy(base.model), adapter, SCALE) for adapter in adapters]
@@ -64,9 +64,23 @@ def test_greedy_completions_through_the_fast_engine_are_each_familys_own(models)
 
 def test_a_batch_that_is_not_one_group_per_family_is_refused(models):
     base, _, _, grouped, _ = models
-    ids, mask = sampling.left_pad(prompts(base, FAMILIES * ROWS - 1), base.tokenizer.pad_token_id)
-    with pytest.raises(ValueError, match="is not 3 equal groups"):
-        grouped(input_ids=ids, attention_mask=mask)
+    for rows in (FAMILIES * ROWS - 1, FAMILIES):  # one short; as many rows as families, but not the size grouped
+        ids, mask = sampling.left_pad(prompts(base, rows), base.tokenizer.pad_token_id)
+        with pytest.raises(ValueError, match="serves exactly 3 families x 2 rows, in family order"):
+            grouped(input_ids=ids, attention_mask=mask)
+
+
+def test_a_caller_that_splits_the_batch_is_refused_not_given_other_families_rows(models):
+    """Sampling in batches smaller than the grouped batch would hand each part's rows the first families' updates:
+    refused in its one line instead."""
+    base, _, _, grouped, _ = models
+    trainee = resolve("qwen3(max_new_tokens=4)").for_source("reasoning_gym")
+    rows = prompts(base, FAMILIES * ROWS)
+    config = sampling.generation_config(grouped, base.tokenizer, trainee, greedy=True, fast=True,
+                                        max_cache_len=sampling.cache_length(rows, trainee.max_new_tokens))
+    with pytest.raises(ValueError, match="a batch of 2 rows where this grouped model serves exactly 3 families"):
+        sampling.generate_ids(grouped, rows, config, ROWS, base.tokenizer.pad_token_id,
+                              sampling.eos_token_ids(base.model, base.tokenizer))
 
 
 def test_an_adapter_that_does_not_fit_is_refused_before_anything_is_written(models):
@@ -82,4 +96,4 @@ def test_an_adapter_that_does_not_fit_is_refused_before_anything_is_written(mode
         grouped_lora.load(grouped, 0, {k: v for k, v in adapters[1].items() if k != names[0]})
     assert torch.equal(layer.A[0], before)  # the first layer was not written either
     with pytest.raises(ValueError, match="not nn.Linear modules"):
-        grouped_lora.group(copy.deepcopy(grouped), ["model.no_such_layer"], FAMILIES, RANK, SCALE)
+        grouped_lora.group(copy.deepcopy(grouped), ["model.no_such_layer"], FAMILIES, ROWS, RANK, SCALE)
