@@ -379,7 +379,8 @@ EOP
     [ -d /root/smollm2 ] || env $PINNED python3 /root/gguf-to-hf /root/smollm2.gguf /root/smollm2 || exit 1
     mkdir -p "$OUT"; versions $PINNED; MPS=1 mps_on
     env $PINNED python3 bench/grouped_generation.py --model /root/smollm2 --trainee smollm2 \
-      --families "$(specs "${GROUPED_FAMILIES:-8}")" --processes "${GROUPED_FAMILIES:-8}" --json "$OUT/grouped.json" \
+      --families "$(specs "${GROUPED_FAMILIES:-8}")" --processes "${GROUPED_FAMILIES:-8}" --repeats "${GROUPED_REPEATS:-5}" \
+      --json "$OUT/grouped.json" \
       2>&1 | grep -v Warning | tail -30
     echo quit | nvidia-cuda-mps-control ;;
   tf32)
