@@ -93,7 +93,12 @@ def merge(model: torch.nn.Module, adapter: Adapter, scale: float) -> torch.nn.Mo
 
 
 def linear_names(model: torch.nn.Module) -> list[str]:
-    """The modules PEFT's target_modules="all-linear" adapts in a causal LM: every nn.Linear but the output head."""
+    """The modules PEFT's target_modules="all-linear" adapts in a causal LM: every nn.Linear but the output head.
+    PEFT adapts GPT-2-style Conv1D layers too; this does not group them, so such a model is refused, not served
+    without the updates of those layers."""
+    conv = [name for name, m in model.named_modules() if type(m).__name__ == "Conv1D"]
+    if conv:
+        raise ValueError(f"{type(model).__name__} has Conv1D layers ({conv[0]}, ...): grouped LoRA takes nn.Linear only")
     head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
     return [name for name, m in model.named_modules() if isinstance(m, torch.nn.Linear) and m is not head]
 

@@ -56,10 +56,21 @@ def test_greedy_completions_through_the_fast_engine_are_each_familys_own(models)
         return sampling.generation_config(model, base.tokenizer, trainee, greedy=True, fast=True,
                                           max_cache_len=sampling.cache_length(rows, trainee.max_new_tokens))
     together = sampling.generate_ids(grouped, rows, config(grouped), len(rows), pad, eos)
+    # where the engine steps aside (another transformers, a failed self-check), generate() serves the grouped model
+    plain = sampling.generation_config(grouped, base.tokenizer, trainee, greedy=True, fast=False)
+    assert sampling.generate_ids(grouped, rows, plain, len(rows), pad, eos) == together
     for f in range(FAMILIES):
         mine = rows[f * ROWS:(f + 1) * ROWS]
         assert together[f * ROWS:(f + 1) * ROWS] == sampling.generate_ids(merged[f], mine, config(merged[f]), ROWS,
                                                                           pad, eos)
+
+
+def test_a_model_with_conv1d_layers_is_refused_not_served_without_their_updates():
+    from transformers.pytorch_utils import Conv1D
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), Conv1D(4, 4))
+    with pytest.raises(ValueError, match="Sequential has Conv1D layers \\(1, ...\\): grouped LoRA takes nn.Linear only"):
+        grouped_lora.linear_names(model)
+    assert grouped_lora.linear_names(torch.nn.Sequential(torch.nn.Linear(4, 4))) == ["0"]
 
 
 def test_a_batch_that_is_not_one_group_per_family_is_refused(models):
