@@ -21,7 +21,6 @@ from pathlib import Path
 
 from proof import (adapter, bookkeeping, checkpoint, commit, evaluate, fast_grpo, files, records, seal, stats,
                    steptime, trl_internals, verify)
-from proof.bookkeeping import Bookkeeping
 from proof.records import Evaluation, FamilyResult
 from proof.settings import Settings
 from shortlist import audit, executors, output, provenance, scoring, sources
@@ -92,7 +91,8 @@ def run_trainer(trainer, resume: Path | None, folder: Path) -> None:
 
 
 def train(loaded: sampling.Loaded, settings: Settings, family: Family, rows: list[dict],
-          scorer: scoring.Scorer, checkpoints: str, books: Bookkeeping, log=print, keep: Path | None = None):
+          scorer: scoring.Scorer, checkpoints: str, books: bookkeeping.Bookkeeping, log=print,
+          keep: Path | None = None):
     """GRPO + LoRA from the last checkpoint, if any; returns the trained model and the log history. keep: where
     the final LoRA adapter goes (proof/adapter.py), before it is merged into the model."""
     from datasets import Dataset
@@ -169,7 +169,7 @@ class Run:
     sha: str
     tasks: dict  # seed range name -> tasks, built once
     started_at: str = field(default_factory=provenance.now)
-    books: Bookkeeping = field(default_factory=Bookkeeping)
+    books: bookkeeping.Bookkeeping = field(default_factory=bookkeeping.Bookkeeping)
     done: FamilyResult | None = None  # a finished result already there
     loaded: sampling.Loaded | None = None
     scorer: scoring.Scorer | None = None
