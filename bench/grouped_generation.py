@@ -105,13 +105,10 @@ def concurrent_processes(args) -> dict:
             "slowest_median_s": max((f["median_s"] for f in found), default=None), "members": found}
 
 
-def member(args, loaded, who, families, rows) -> None:
-    """One of --processes: family (member % F) alone, compiled first, its timed calls once every member is ready."""
+def member(args, model, loaded, who, families, rows) -> None:
+    """One of --processes: family (member % F) alone on the merged copy, compiled first, its timed calls once every
+    member is ready."""
     i = args.member
-    s = settings_.make()
-    adapter = grouped_lora.random_adapter(loaded.model, grouped_lora.linear_names(loaded.model), s.lora_r,
-                                          seed=i % len(families), spread=SPREAD)  # the alone run's adapter
-    model = grouped_lora.merge(hf_internals.plain_copy(loaded.model), adapter, s.lora_alpha / s.lora_r)
     sync = Path(args.sync)
     found = measure(model, rows[i % len(rows)], loaded, who, 0)  # the first call: compilation, the self-check
     (sync / f"ready.{i}").touch()
@@ -157,10 +154,11 @@ def main() -> None:
     rank, scale = s.lora_r, s.lora_alpha / s.lora_r
     adapters = [grouped_lora.random_adapter(loaded.model, names, rank, seed=f, spread=SPREAD) for f in range(len(families))]
     rows = [step_rows(loaded, who, f, who.group, s.prompts_per_step) for f in families]
-    if args.member is not None:
-        return member(args, loaded, who, families, rows)
-
+    # every family alone, here and in each member process, on one merged copy (family 0's adapter): speed does not
+    # depend on the weights' values, and the alone runs and the members are then the same model
     merged = grouped_lora.merge(hf_internals.plain_copy(loaded.model), adapters[0], scale)
+    if args.member is not None:
+        return member(args, merged, loaded, who, families, rows)
     engine.reset()
     alone = {f.key: measure(merged, r, loaded, who, args.repeats) for f, r in zip(families, rows)}
     alone_status = engine.status()
