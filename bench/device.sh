@@ -54,6 +54,8 @@
 #                                         wider grid, timed by bench/throughput.py (catalog_wall_s, issue 39) under
 #                                         CATALOG_MIN minutes, then selection v2 on it (examples/smollm2-22 excluded);
 #                                         no commitment: that is the next piece (then waitc3)
+#   attention  .whl                       bench/decode_attention.py (after model-1, model-2): the engine's decode step with
+#                                         "sdpa" against decode_attention.py, SmolLM2 and Qwen3-0.6B's shape (~3 min)
 #   grouped    .whl                       bench/grouped_generation.py (after model-1, model-2): GRPO's generation for
 #                                         GROUPED_FAMILIES (8) specs of examples/smollm2-22 in one batch through their
 #                                         own LoRA adapters, against each alone on its merged copy, and against as many
@@ -383,6 +385,14 @@ EOP
       --json "$OUT/grouped.json" \
       2>&1 | grep -v Warning | tail -30
     echo quit | nvidia-cuda-mps-control ;;
+  attention)
+    install
+    [ -d /root/smollm2 ] || env $PINNED python3 /root/gguf-to-hf /root/smollm2.gguf /root/smollm2 || exit 1
+    mkdir -p "$OUT"; versions $PINNED
+    env $PINNED python3 bench/decode_attention.py --model /root/smollm2 --trainee smollm2 \
+      --json "$OUT/decode_attention.smollm2.json" 2>&1 | grep -v Warning | tail -3
+    env $PINNED python3 bench/decode_attention.py --model qwen3-shape --trainee qwen3 \
+      --json "$OUT/decode_attention.qwen3.json" 2>&1 | grep -v Warning | tail -3 ;;
   tf32)
     install
     env $PINNED python3 - <<'EOP' 2>&1 | grep -v Warning

@@ -72,9 +72,9 @@ def plan(settings) -> dict:
         "sides": "precision on 'improves' (share of judged 'improves' specs with real learning) and miss rate on "
                  "'too hard' (share of judged 'too hard' specs with real learning; the boundary, 0 < pass@1 < "
                  "pass_min, apart), each with a Wilson 95% interval",
-        "comparisons": f"the rule against each rule of rules.comparators() on the judged specs: hits, Wilson 95% "
-                       f"interval, exact McNemar test on the specs only one got right, Holm across comparisons; "
-                       f"'power' gives, before training, the disagreements each comparison rests on and its best p",
+        "comparisons": "the rule against each rule of rules.comparators() on the judged specs: hits, Wilson 95% "
+                       "interval, exact McNemar test on the specs only one got right, Holm across comparisons; "
+                       "'power' gives, before training, the disagreements each comparison rests on and its best p",
         "borderline": f"a screen verdict whose flip chance (bootstrap over tasks and samples) is >= {BORDERLINE} is "
                       f"borderline; the rule's accuracy is given with and without them",
         "equivalence": f"TOST on the same bootstrap, margin ±{m} in mean score, at {a}: a 'no change' prediction "

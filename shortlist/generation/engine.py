@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 import torch
 import transformers
 
+from shortlist.generation import decode_attention
 from shortlist.models import hf_internals, precision
 
 VERIFIED = ("5.24.0",)  # transformers versions on which decode_static equalled generate() token for token
@@ -313,6 +314,13 @@ def completion_ids(generated: torch.Tensor, prompt_width: int, eos: list[int]) -
 @torch.no_grad()
 def decode_static(model, ids: torch.Tensor, mask: torch.Tensor, config, eos: list[int],
                   tops: list | None = None) -> list[list[int]] | None:
+    """_decode_static with a single new token's attention as two matmuls (decode_attention.py)."""
+    with decode_attention.engaged(model):
+        return _decode_static(model, ids, mask, config, eos, tops)
+
+
+def _decode_static(model, ids: torch.Tensor, mask: torch.Tensor, config, eos: list[int],
+                   tops: list | None = None) -> list[list[int]] | None:
     """generate()'s sampling loop, for a static cache, without its per-step Python.
 
     On an H200 generate() spends ~6 ms a decode step around a compiled forward that needs far less
