@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import statistics
 import sys
 import time
@@ -93,7 +94,8 @@ def main() -> None:
     prompts = args.rows // 8 or 1
     questions = [t["question"] for t in sources.parse(FAMILY).tasks(range(500, 500 + prompts))]
     rows = [r for r in sampling.prompt_ids(loaded.tokenizer, trainee, questions) for _ in range(8)][:args.rows]
-    result = {"command": " ".join(sys.argv), **provenance.stamp(), "model": args.model, "rows": len(rows),
+    result = {"command": " ".join(sys.argv), "commit": os.environ.get("SHORTLIST_COMMIT", "unknown"),
+              **provenance.stamp(), "model": args.model, "rows": len(rows),
               "max_new_tokens": args.tokens, "config": {k: getattr(loaded.model.config, k, None) for k in (
                   "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "hidden_size")},
               "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu", "sides": {}}

@@ -172,7 +172,8 @@ def main() -> None:
     del grouped
     concurrent = concurrent_processes(args) if args.processes else None
     found = {
-        "measured": provenance.now(), "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
+        "measured": provenance.now(), "command": " ".join(sys.argv),
+        "commit": os.environ.get("SHORTLIST_COMMIT", "unknown"), "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
         "model": args.model, "trainee": who.profile, "families": [f.key for f in families], "lora_rank": rank,
         "rows_per_family": len(rows[0]), "max_new_tokens": who.max_new_tokens,
