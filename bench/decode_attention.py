@@ -8,7 +8,7 @@ For each side: GRPO's generation as the engine runs it (ROWS rows: 4 prompts x 8
 temperature, up to TOKENS new tokens, the static cache, the decode step compiled), timed REPEATS times after
 one warm call; per decode step in ms. Then both sides decode the same batch greedily and the token ids are
 compared (equal rows, and where they first differ) -- the engine's self-check ran inside each side's first call
-too, against generate() on "sdpa", and its record is kept.
+too, against generate() on "sdpa", and its record is kept. --profile: where a side's call spends the GPU's time.
 """
 from __future__ import annotations
 
@@ -36,9 +36,9 @@ def sync():
         torch.cuda.synchronize()
 
 
-def side(name: str, loaded, rows, trainee, repeats: int) -> dict:
+def side(name: str, loaded, rows, trainee, repeats: int, profile: bool = False) -> dict:
     """Time GRPO's sampling call with decode attention on (ours) or off (sdpa); then decode greedily."""
-    real = decode_attention.engaged
+    real, kernels = decode_attention.engaged, None
     if name == "sdpa":
         decode_attention.engaged = lambda model: contextlib.nullcontext()
     try:
@@ -60,6 +60,12 @@ def side(name: str, loaded, rows, trainee, repeats: int) -> dict:
             sync()
             times.append(time.perf_counter() - started)
             steps.append(max(map(len, out)))
+        if profile and torch.cuda.is_available():
+            from torch.profiler import ProfilerActivity
+            with torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                sampling.generate_ids(loaded.model, rows, sampled, len(rows), pad, eos)
+                sync()
+            kernels = prof.key_averages().table(sort_by="cuda_time_total", row_limit=14, max_name_column_width=70)
         greedy = sampling.generation_config(loaded.model, loaded.tokenizer, trainee, greedy=True, fast=True,
                                             max_cache_len=length)
         tokens = sampling.generate_ids(loaded.model, rows, greedy, len(rows), pad, eos)
@@ -72,7 +78,7 @@ def side(name: str, loaded, rows, trainee, repeats: int) -> dict:
             "engine": status["engine"], "why": status["why"],
             "checks": [{k: c[k] for k in ("rows", "identical_rows", "tied_rows", "differing_rows", "max_drift",
                                           "passed", "seconds")} for c in status["checks"]],
-            "greedy": tokens}
+            "greedy": tokens, **({"kernels": kernels} if kernels else {})}
 
 
 def main() -> None:
@@ -84,6 +90,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--work", default="/tmp/decode-attention")
     ap.add_argument("--json", required=True)
+    ap.add_argument("--profile", action="store_true", help="on a GPU: one more call under torch.profiler, its "
+                    "kernels by CUDA time per side (the table in the JSON and printed)")
     args = ap.parse_args()
     model = args.model
     if model == "qwen3-shape":
@@ -100,8 +108,9 @@ def main() -> None:
                   "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "hidden_size")},
               "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu", "sides": {}}
     for name in ("sdpa", "decode_attention"):
-        result["sides"][name] = side(name, loaded, rows, trainee, args.repeats)
-        print(name, {k: v for k, v in result["sides"][name].items() if k != "greedy"}, flush=True)
+        result["sides"][name] = side(name, loaded, rows, trainee, args.repeats, args.profile)
+        print(name, {k: v for k, v in result["sides"][name].items() if k not in ("greedy", "kernels")}, flush=True)
+        print(result["sides"][name].get("kernels", ""), flush=True)
     a, b = (result["sides"][n].pop("greedy") for n in ("sdpa", "decode_attention"))
     result["greedy_rows_equal"] = sum(x == y for x, y in zip(a, b))
     result["greedy_first_difference"] = [next((i for i, (s, t) in enumerate(zip(x, y)) if s != t), None)

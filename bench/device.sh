@@ -55,7 +55,8 @@
 #                                         CATALOG_MIN minutes, then selection v2 on it (examples/smollm2-22 excluded);
 #                                         no commitment: that is the next piece (then waitc3)
 #   attention  .whl                       bench/decode_attention.py (after model-1, model-2): the engine's decode step with
-#                                         "sdpa" against decode_attention.py, SmolLM2 and Qwen3-0.6B's shape (~3 min)
+#                                         "sdpa" against decode_attention.py, SmolLM2 and Qwen3-0.6B's shape (~4 min; the latter
+#                                         profiled: its kernels by CUDA time)
 #   grouped    .whl                       bench/grouped_generation.py (after model-1, model-2): GRPO's generation for
 #                                         GROUPED_FAMILIES (8) specs of examples/smollm2-22 in one batch through their
 #                                         own LoRA adapters, against each alone on its merged copy, and against as many
@@ -391,8 +392,8 @@ EOP
     mkdir -p "$OUT"; versions $PINNED
     env $PINNED python3 bench/decode_attention.py --model /root/smollm2 --trainee smollm2 \
       --json "$OUT/decode_attention.smollm2.json" 2>&1 | grep -v Warning | tail -3
-    env $PINNED python3 bench/decode_attention.py --model qwen3-shape --trainee qwen3 \
-      --json "$OUT/decode_attention.qwen3.json" 2>&1 | grep -v Warning | tail -3 ;;
+    env $PINNED python3 bench/decode_attention.py --model qwen3-shape --trainee qwen3 --profile \
+      --json "$OUT/decode_attention.qwen3.json" 2>&1 | grep -v Warning | tail -40 ;;
   tf32)
     install
     env $PINNED python3 - <<'EOP' 2>&1 | grep -v Warning
