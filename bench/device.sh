@@ -167,9 +167,9 @@ case "${1:?step}" in
     tar --exclude=./.whl --exclude=./.device-model --exclude=./.device -cf - . | tar -xf - -C /root/repo
     cd /root/repo && PINNED="PYTHONPATH=/root/tf:/root/site:/root/repo"
     env $PINNED setsid nohup python3 -m proof run --trainee smollm2 --model /root/smollm2 \
-      --families "$FAMILIES" --set steps=40 --out /root/runs/smollm2 > /root/logs/proof.log 2>&1 &
+      --families "$FAMILIES" --set steps=40 --out /root/runs/smollm2 --per-gpu 1 > /root/logs/proof.log 2>&1 &
     env $PINNED setsid nohup python3 -m shortlist screen --all --trainee smollm2 --model /root/smollm2 \
-      --out /root/runs/catalog --budget-min "${CATALOG_MIN:-7}" > /root/logs/catalog.log 2>&1 &
+      --out /root/runs/catalog --per-gpu 1 --budget-min "${CATALOG_MIN:-7}" > /root/logs/catalog.log 2>&1 &
     env $PINNED setsid nohup python3 bench/archive/smollm2_profile.py --model /root/smollm2 --write /root/smollm2.json \
       --out /root/runs/smollm2_profile.json > /root/logs/profile.log 2>&1 &
     sleep 5; tail -n 3 /root/logs/*.log ;;

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -25,6 +26,7 @@ from shortlist.errors import OneLine
 BINARY = "nvidia-cuda-mps-control"
 UP_S = 10.0  # the most a daemon takes to make its control pipe (it is there within a second)
 QUIT_S = 10.0
+PROBE_S = 120.0  # a first CUDA client: a context, one kernel
 
 
 class MpsError(OneLine, RuntimeError):
@@ -63,6 +65,22 @@ class Service:
             raise MpsError(f"--mps: the MPS daemon did not start ({said[-1] if said else f'exit {done.returncode}'}); "
                            f"run without --mps")
         self.running = True
+        return self
+
+    def probe(self, timeout_s: float = PROBE_S) -> "Service":
+        """A CUDA client of this daemon, run once in a process of its own: a daemon can come up where its clients
+        cannot (a container that hides the pipes, a GPU in exclusive mode). It fails in one line, daemon stopped."""
+        code = "import torch; torch.ones(1, device='cuda').sum().item()"
+        try:
+            done = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, **self.env()),
+                                  stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout_s)
+            said = None if done.returncode == 0 else ((done.stderr or "").strip().splitlines() or
+                                                     [f"exit {done.returncode}"])[-1]
+        except subprocess.TimeoutExpired:
+            said = f"no answer in {timeout_s:.0f} s"
+        if said:
+            self.stop()
+            raise MpsError(f"MPS: a CUDA process could not use the daemon ({said[:160]})")
         return self
 
     def stop(self) -> None:

@@ -38,6 +38,7 @@ class Local(Executor):
     """Jobs as processes of this machine: per_gpu[gpu] at once on each GPU; no GPU: one at a time."""
     name = "local"
     about = "this machine's GPUs"
+    default_per_gpu = "auto"  # the fast path without flags: as many as fit, under MPS where it runs (sizing.py)
     FLAGS = {
         "job_gib": {"type": float, "help": "--per-gpu auto: a job's peak GPU memory, declared, in GiB"},
         "mps": {"action": "store_true", "elsewhere": "on a Ray cluster start MPS on each node",
@@ -60,9 +61,28 @@ class Local(Executor):
         mps = placement.option("mps", False)
         if mps and not gpus:
             raise PlacementError("--mps: no GPU is visible here (CUDA_VISIBLE_DEVICES); run without --mps")
-        counts = sizing.auto(gpus, placement.option("job_gib"), list(peaks()), log) if placement.per_gpu == "auto" \
+        auto = placement.per_gpu == "auto"
+        counts = sizing.auto(gpus, placement.option("job_gib"), list(peaks()), log) if auto \
             else {gpu: placement.per_gpu for gpu in gpus}
-        return cls(counts, mps_.Service().start() if mps else None)
+        if mps:
+            return cls(counts, mps_.Service().start())
+        return cls(counts, cls.mps_where_it_helps(counts, log) if auto else None)
+
+    @staticmethod
+    def mps_where_it_helps(counts: dict[str, int], log=print) -> "mps_.Service | None":
+        """--per-gpu auto with jobs sharing a GPU: the run's MPS daemon where one starts and a CUDA process can be
+        its client (measured: 8 jobs 1.3x faster under MPS than taking turns, shortlist/mps.py); where not, one
+        line, and the jobs take turns, as without it. Auto never fails a run that would run without MPS."""
+        if max(counts.values(), default=0) < 2:
+            return None
+        try:
+            service = mps_.Service().start().probe()
+        except mps_.MpsError as e:
+            reason = str(e).removeprefix("--mps: ").split("; run without --mps")[0]
+            log(f"--per-gpu auto: jobs sharing a GPU take turns on it (no MPS: {reason})")
+            return None
+        log("--per-gpu auto: jobs sharing a GPU run side by side through the run's own MPS daemon")
+        return service
 
     def __init__(self, per_gpu: dict[str, int], mps: "mps_.Service | None" = None):
         self.mps = mps  # the run's MPS daemon, stopped by close(); its clients are the GPU jobs

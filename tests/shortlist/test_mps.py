@@ -86,3 +86,48 @@ def test_mps_without_a_gpu_is_refused_in_one_line(monkeypatch, fake):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     with pytest.raises(executors.PlacementError, match="--mps: no GPU is visible"):
         executors.Placement(per_gpu=2, options={"mps": True}).start(log=lambda line: None)
+
+
+# --- --per-gpu auto: MPS where it runs, never a failure where it does not ------------------------------------
+
+@pytest.fixture
+def auto_two_per_gpu(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    monkeypatch.setattr(executors.sizing, "free_gib", lambda gpus: {"0": 10.0})
+    monkeypatch.setattr(executors.sizing.os, "cpu_count", lambda: 4)
+    lines = []
+    return lambda job_gib=3.5: (executors.Placement(per_gpu="auto", options={"job_gib": job_gib}).start(
+        log=lines.append), lines)
+
+
+def test_auto_runs_jobs_sharing_a_gpu_under_the_runs_own_daemon_when_a_client_can_use_it(fake, auto_two_per_gpu,
+                                                                                       monkeypatch):
+    calls = fake()
+    monkeypatch.setattr(mps.Service, "probe", lambda self, timeout_s=0: self)  # a CUDA client that works
+    executor, lines = auto_two_per_gpu()
+    assert executor.capacity() == 2 and executor.mps is not None and (executor.mps.pipes / "control").exists()
+    assert "side by side through the run's own MPS daemon" in lines[-1]
+    executor.close()
+    assert calls.read_text().splitlines()[-1] == "stdin quit" and not executor.mps.root.exists()
+
+
+def test_auto_takes_turns_in_one_line_where_a_daemon_starts_but_no_cuda_process_can_use_it(fake, auto_two_per_gpu):
+    calls = fake()  # the stand-in daemon comes up; this machine's python has no CUDA, as a broken MPS would give
+    before = set(os.listdir(os.environ.get("TMPDIR", "/tmp")))
+    executor, lines = auto_two_per_gpu()
+    assert executor.capacity() == 2 and executor.mps is None
+    assert "take turns on it (no MPS: MPS: a CUDA process could not use the daemon" in lines[-1]
+    assert calls.read_text().splitlines()[-1] == "stdin quit"  # the daemon it started is stopped
+    left = {n for n in set(os.listdir(os.environ.get("TMPDIR", "/tmp"))) - before if n.startswith("shortlist-mps-")}
+    assert not left  # and its folders removed
+
+
+def test_auto_takes_turns_without_the_mps_binary_and_starts_nothing_for_one_job_a_gpu(auto_two_per_gpu, tmp_path,
+                                                                                      monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no nvidia-cuda-mps-control anywhere
+    executor, lines = auto_two_per_gpu()
+    assert executor.capacity() == 2 and executor.mps is None
+    assert "take turns on it (no MPS: nvidia-cuda-mps-control is not on PATH" in lines[-1]
+    assert "--mps" not in lines[-1]  # the user gave no --mps: the line does not tell them to drop it
+    executor, lines = auto_two_per_gpu(job_gib=9.0)  # one job a GPU: nothing to share, nothing started
+    assert executor.capacity() == 1 and executor.mps is None and "MPS" not in lines[-1]

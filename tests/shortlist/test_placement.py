@@ -254,10 +254,16 @@ def test_a_job_whose_parent_died_before_it_could_watch_does_not_run(jobs, tmp_pa
 def test_auto_fits_jobs_in_each_gpus_free_memory_at_the_per_job_peak(monkeypatch):
     monkeypatch.setattr(executors.sizing, "free_gib", lambda gpus: {"0": 40.0, "1": 10.0})
     lines = []
-    assert executors.auto(["0", "1"], None, [3.0, None, 3.5], lines.append) == {"0": 10, "1": 2}  # 40 // 4, 10 // 4
-    assert "3.50 GiB a job (measured)" in lines[-1]
-    assert executors.auto(["0", "1"], 19.5, [3.5], lines.append) == {"0": 2, "1": 1}  # declared wins
-    assert executors.auto(["0", "1"], 60.0, [], lines.append) == {"0": 1, "1": 1}  # never fewer than one
+    big = {"cpus": 64}  # cores enough not to bound it
+    assert executors.auto(["0", "1"], None, [3.0, None, 3.5], lines.append, **big) == {"0": 8, "1": 2}  # 40 // 4 = 10
+    assert "3.50 GiB a job (measured)" in lines[-1] and "at most 8 a GPU (the most measured to pay, 8)" in lines[-1]
+    assert executors.auto(["0", "1"], 19.5, [3.5], lines.append, **big) == {"0": 2, "1": 1}  # declared wins
+    assert "at most" not in lines[-1]  # nothing capped: nothing said
+    assert executors.auto(["0", "1"], 60.0, [], lines.append, **big) == {"0": 1, "1": 1}  # never fewer than one
+    # a job keeps a CPU core busy: no more jobs in all than cores (Kaggle: 4 cores, two T4s -> 2 a GPU)
+    assert executors.auto(["0", "1"], 3.5, [], lines.append, cpus=4) == {"0": 2, "1": 2}
+    assert "at most 2 a GPU (4 CPU cores for 2 GPUs: a job keeps a core busy)" in lines[-1]
+    assert executors.auto(["0", "1"], 3.5, [], lines.append, cpus=1) == {"0": 1, "1": 1}  # never fewer than one
     assert executors.auto(["0", "1"], None, [], lines.append) == {"0": 1, "1": 1}
     assert "no per-job peak" in lines[-1]
     assert executors.auto([], 4.0, [], lines.append) == {}
@@ -351,3 +357,14 @@ def test_a_filesystem_without_flock_is_one_line(tmp_path, monkeypatch):
 
 
 # --- Ray, on a local cluster with fake GPUs ---------------------------------------------------------------
+
+
+def test_the_default_is_auto_on_this_machine_and_one_job_a_gpu_on_ray():
+    """The fast path without flags: the local executor sizes and shares GPUs itself (auto); Ray refuses auto."""
+    import argparse
+    parser = argparse.ArgumentParser()
+    executors.add_arguments(parser)
+    assert executors.from_args(parser.parse_args([])).per_gpu == "auto" == executors.Placement().per_gpu
+    assert executors.EXECUTORS["ray"].default_per_gpu == 1  # (building a ray Placement needs Ray installed)
+    assert executors.from_args(parser.parse_args(["--per-gpu", "3"])).per_gpu == 3
+    assert executors.Placement(per_gpu=2) != executors.Placement()
