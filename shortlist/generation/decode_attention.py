@@ -9,8 +9,9 @@ step (bench/results/decode_profile.h200.txt: fmha_cutlassF_f32 32%, the fused co
 NAME is registered with transformers' AttentionInterface (and its mask interface, as "sdpa": the same
 boolean mask). With one query token and nothing but a mask, it computes softmax(q k^T * scale) v with
 the query heads of a key/value group side by side (no copy of k, v); with anything else (a prompt, a
-training pass, dropout, a soft cap, a position bias, sinks) it is transformers' sdpa_attention_forward
-itself. Only the order of fp32 sums differs from sdpa, so two decoders agree to within the engine's
+training pass, dropout, a soft cap, a position bias, sinks, a sparse indexer's picks) it is transformers'
+sdpa_attention_forward itself. Only model types in CHECKED are switched: renaming the implementation
+changes the code path of models that branch on its name. Only the order of fp32 sums differs from sdpa, so two decoders agree to within the engine's
 tie margin (engine.TIE_RELATIVE). Only the fast engine's decode loop runs it (engaged()): the engine's
 self-check compares it against generate() on "sdpa", never against itself.
 """
@@ -21,6 +22,14 @@ from contextlib import contextmanager
 import torch
 
 NAME = "shortlist_decode"
+# Model types whose modeling code does nothing but call the attention function under its name: decoded with both
+# implementations, their logits agreed within ~2e-7 (a review on the CPU, tiny configs, transformers 5.24). Others
+# keep "sdpa": some branch on the name itself (sparse-attention models pass the indexer's picks as `indices` to any
+# implementation but "eager" and "sdpa"), and a model not checked is not guessed at.
+CHECKED = ("llama", "qwen2", "qwen3", "mistral", "mixtral", "gemma3_text", "cohere2", "phi3", "granite", "olmo2",
+           "olmo3", "smollm3", "gpt_neox", "starcoder2", "exaone4")
+# keyword arguments that change what attention computes: where one is given, sdpa's own function runs
+_CHANGES = ("softcap", "position_bias", "s_aux", "sinks", "indices", "head_mask")
 
 
 def attention(module, query, key, value, attention_mask, dropout: float = 0.0, scaling=None, is_causal=None,
@@ -29,7 +38,7 @@ def attention(module, query, key, value, attention_mask, dropout: float = 0.0, s
     rows, heads, length, dim = query.shape
     groups = key.shape[1]
     plain = (length == 1 and not dropout and heads % groups == 0 and key.shape[-1] == dim
-             and all(kwargs.get(k) is None for k in ("softcap", "position_bias", "s_aux", "sinks"))
+             and value.shape[1] == groups and all(kwargs.get(k) is None for k in _CHANGES)
              and not kwargs.get("output_attentions")
              and (attention_mask is None or attention_mask.dim() == 4 and attention_mask.shape[1] == 1))
     if not plain:
@@ -44,8 +53,8 @@ def attention(module, query, key, value, attention_mask, dropout: float = 0.0, s
         else:
             scores = scores + attention_mask
     weights = torch.softmax(scores, dim=-1, dtype=torch.float32).to(value.dtype)
-    out = torch.matmul(weights, value)  # rows, groups, heads per group, dim
-    return out.reshape(rows, heads, 1, dim).transpose(1, 2).contiguous(), None
+    out = torch.matmul(weights, value)  # rows, groups, heads per group, value's dim (not always the query's)
+    return out.reshape(rows, heads, 1, value.shape[-1]).transpose(1, 2).contiguous(), None
 
 
 def register() -> str:
@@ -57,16 +66,22 @@ def register() -> str:
     return NAME
 
 
+def engageable(model) -> bool:
+    """Whether engaged() switches this model: one on "sdpa" whose type is CHECKED."""
+    config = model.config
+    return getattr(config, "_attn_implementation", None) == "sdpa" and getattr(config, "model_type", None) in CHECKED
+
+
 @contextmanager
 def engaged(model):
-    """Within it, a model on transformers' "sdpa" decodes its single new tokens with attention(); a model on
-    any other implementation (eager, flash) keeps its own. Restored on the way out, so that generate() and
-    training, and the engine's self-check reference, run "sdpa" as they would without the engine."""
-    switched = getattr(model.config, "_attn_implementation", None) == "sdpa"
-    if switched:
-        model.set_attn_implementation(register())
+    """Within it, an engageable() model decodes its single new tokens with attention(); any other keeps its own.
+    Restored to "sdpa" on the way out, also where switching or decoding raised, so that generate(), training
+    and the engine's self-check reference run "sdpa" as they would without the engine."""
+    switched = engageable(model)
     try:
+        if switched:
+            model.set_attn_implementation(register())
         yield
     finally:
-        if switched:
+        if switched and model.config._attn_implementation != "sdpa":
             model.set_attn_implementation("sdpa")

@@ -39,6 +39,16 @@ def test_one_new_token_equals_sdpa_with_a_boolean_or_float_mask_and_grouped_head
                                decode_attention.attention(Grouped(), q, k, v, keep, scaling=0.3)[0])
 
 
+def test_values_of_another_head_size_than_queries_and_keys():
+    """Multi-head latent attention (DeepSeek-V2/V3): queries and keys of 24, values of 8 a head."""
+    q, k, _ = tensors(dim=24)
+    v = torch.randn(3, 2, 11, 8, generator=torch.Generator().manual_seed(5))
+    ours, _ = decode_attention.attention(Grouped(), q, k, v, None, scaling=0.2)
+    theirs, _ = sdpa_attention_forward(Grouped(), q, k, v, None, scaling=0.2)
+    assert ours.shape == theirs.shape == (3, 1, 4, 8)
+    torch.testing.assert_close(ours, theirs, rtol=0, atol=1e-6)
+
+
 def test_heads_are_matched_to_their_own_key_value_group():
     """Query head h reads key/value group h // (heads / groups), as repeat_kv arranges: a swap of the two groups'
     values changes the output of exactly the heads that read them."""
@@ -63,9 +73,13 @@ def test_anything_but_one_plain_new_token_is_sdpa_itself(monkeypatch):
     decode_attention.attention(Grouped(), *prompt, None)  # a prompt
     decode_attention.attention(Grouped(), *tensors(), None, dropout=0.1)  # a training pass with dropout
     decode_attention.attention(Grouped(), *tensors(), None, s_aux=torch.zeros(4))  # attention sinks
-    assert len(calls) == 3
+    with pytest.raises(ValueError, match="softcap"):  # soft-capped scores: sdpa's own refusal, not ignored
+        decode_attention.attention(Grouped(), *tensors(), None, softcap=30.0)
+    decode_attention.attention(Grouped(), *tensors(), None, position_bias=torch.zeros(3, 4, 1, 11))  # ALiBi-like
+    decode_attention.attention(Grouped(), *tensors(), None, indices=torch.zeros(3, 1, 2, dtype=torch.long))  # sparse
+    assert len(calls) == 6
     decode_attention.attention(Grouped(), *tensors(), None)
-    assert len(calls) == 3  # one plain new token: ours
+    assert len(calls) == 6  # one plain new token: ours
 
 
 @pytest.fixture
@@ -115,3 +129,31 @@ def test_greedy_decode_with_it_equals_generate_on_sdpa(tiny_model, trainee):
         theirs = engine.completion_ids(model.generate(input_ids=ids, attention_mask=mask, generation_config=plain),
                                        ids.shape[1], eos)
     assert ours == theirs
+
+
+def test_only_checked_model_types_on_sdpa_are_switched_and_a_failed_switch_is_undone(tiny_model, monkeypatch):
+    model = tiny_model.model
+    assert decode_attention.engageable(model)  # qwen3 on sdpa
+    monkeypatch.setattr(model.config, "model_type", "glm_moe_dsa")  # branches on the implementation's name
+    with decode_attention.engaged(model):
+        assert model.config._attn_implementation == "sdpa"
+    monkeypatch.undo()
+    model.set_attn_implementation("eager")
+    try:
+        with decode_attention.engaged(model):
+            assert model.config._attn_implementation == "eager"  # an eager model keeps its own
+    finally:
+        model.set_attn_implementation("sdpa")
+    real = type(model).set_attn_implementation
+
+    def half_done(self, name, **kwargs):  # sets the top config, then fails on a submodule, as transformers can
+        if name == decode_attention.NAME:
+            self.config._attn_implementation = name
+            raise ValueError("a submodule refused")
+        return real(self, name, **kwargs)
+    monkeypatch.setattr(type(model), "set_attn_implementation", half_done)
+    with pytest.raises(ValueError):
+        with decode_attention.engaged(model):
+            pass
+    monkeypatch.undo()
+    assert model.config._attn_implementation == "sdpa"
