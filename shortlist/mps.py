@@ -27,6 +27,7 @@ BINARY = "nvidia-cuda-mps-control"
 UP_S = 10.0  # the most a daemon takes to make its control pipe (it is there within a second)
 QUIT_S = 10.0
 PROBE_S = 120.0  # a first CUDA client: a context, one kernel
+PROBE_CODE = "import torch; torch.ones(1, device='cuda').sum().item()"  # what the probe's CUDA process runs
 
 
 class MpsError(OneLine, RuntimeError):
@@ -52,10 +53,17 @@ class Service:
         return {"CUDA_MPS_PIPE_DIRECTORY": str(self.pipes), "CUDA_MPS_LOG_DIRECTORY": str(self.logs)}
 
     def start(self) -> "Service":
-        """The daemon, up: its control pipe is there (else one line, and nothing is left)."""
-        env = dict(os.environ, **self.env())
-        done = subprocess.run([self.binary, "-d"], env=env, stdin=subprocess.DEVNULL, capture_output=True,
-                              text=True, timeout=UP_S)
+        """The daemon, up: its control pipe is there (else one line, and nothing is left). It serves the machine's
+        GPUs under their own numbers: a daemon started under CUDA_VISIBLE_DEVICES=2,3 would number them 0 and 1 for
+        its clients, and a job told CUDA_VISIBLE_DEVICES=2 would find no GPU or another one."""
+        env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"} | self.env()
+        try:
+            done = subprocess.run([self.binary, "-d"], env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                                  text=True, timeout=UP_S)
+        except subprocess.TimeoutExpired:
+            self._remove()
+            raise MpsError(f"--mps: the MPS daemon did not start (no answer in {UP_S:.0f} s); run without --mps") \
+                from None
         deadline = time.monotonic() + UP_S
         while done.returncode == 0 and not (self.pipes / "control").exists() and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -67,20 +75,29 @@ class Service:
         self.running = True
         return self
 
-    def probe(self, timeout_s: float = PROBE_S) -> "Service":
-        """A CUDA client of this daemon, run once in a process of its own: a daemon can come up where its clients
-        cannot (a container that hides the pipes, a GPU in exclusive mode). It fails in one line, daemon stopped."""
-        code = "import torch; torch.ones(1, device='cuda').sum().item()"
+    def probe(self, gpu: str, timeout_s: float = PROBE_S) -> "Service":
+        """One CUDA process run as a job would be (this GPU, this daemon's pipes), then the daemon asked whether it
+        served it: a daemon can come up where its clients cannot (a container that hides the pipes, a GPU in
+        exclusive mode), and a client that cannot reach it runs on without MPS, silently. Either fails in one
+        line, the daemon stopped; so does anything that stops the probe (Ctrl-C)."""
+        env = dict(os.environ, **self.env(), CUDA_VISIBLE_DEVICES=gpu)
         try:
-            done = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, **self.env()),
-                                  stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout_s)
-            said = None if done.returncode == 0 else ((done.stderr or "").strip().splitlines() or
-                                                     [f"exit {done.returncode}"])[-1]
-        except subprocess.TimeoutExpired:
-            said = f"no answer in {timeout_s:.0f} s"
-        if said:
+            try:
+                done = subprocess.run([sys.executable, "-c", PROBE_CODE], env=env, stdin=subprocess.DEVNULL,
+                                      capture_output=True, text=True, timeout=timeout_s)
+                said = None if done.returncode == 0 else ((done.stderr or "").strip().splitlines() or
+                                                         [f"exit {done.returncode}"])[-1]
+                if said is None:
+                    servers = subprocess.run([self.binary], input="get_server_list\n", env=dict(os.environ, **self.env()),
+                                             capture_output=True, text=True, timeout=QUIT_S).stdout.split()
+                    said = None if any(p.isdigit() for p in servers) else "it ran without the daemon's server"
+            except subprocess.TimeoutExpired:
+                said = f"no answer in {timeout_s:.0f} s"
+            if said:
+                raise MpsError(f"MPS: a CUDA process could not use the daemon ({said[:160]})")
+        except BaseException:
             self.stop()
-            raise MpsError(f"MPS: a CUDA process could not use the daemon ({said[:160]})")
+            raise
         return self
 
     def stop(self) -> None:

@@ -38,12 +38,12 @@ class Local(Executor):
     """Jobs as processes of this machine: per_gpu[gpu] at once on each GPU; no GPU: one at a time."""
     name = "local"
     about = "this machine's GPUs"
-    default_per_gpu = "auto"  # the fast path without flags: as many as fit, under MPS where it runs (sizing.py)
     FLAGS = {
         "job_gib": {"type": float, "help": "--per-gpu auto: a job's peak GPU memory, declared, in GiB"},
         "mps": {"action": "store_true", "elsewhere": "on a Ray cluster start MPS on each node",
                 "help": "local, with --per-gpu above 1: jobs sharing a GPU run side by side through a CUDA MPS "
-                        "daemon the run starts and stops (needs nvidia-cuda-mps-control); without it they take turns"},
+                        "daemon the run starts and stops (needs nvidia-cuda-mps-control); without it they take turns "
+                        "(--per-gpu auto: under MPS where it works)"},
     }
 
     @classmethod
@@ -76,7 +76,7 @@ class Local(Executor):
         if max(counts.values(), default=0) < 2:
             return None
         try:
-            service = mps_.Service().start().probe()
+            service = mps_.Service().start().probe(next(gpu for gpu, n in counts.items() if n > 1))
         except mps_.MpsError as e:
             reason = str(e).removeprefix("--mps: ").split("; run without --mps")[0]
             log(f"--per-gpu auto: jobs sharing a GPU take turns on it (no MPS: {reason})")

@@ -34,8 +34,7 @@ def _flag(option: str) -> str:
 class Placement:
     """--executor, --per-gpu and the executor's own flags (options), checked when built (one line)."""
     executor: str = DEFAULT
-    # or "auto" (as many as each GPU's free memory holds, where the executor takes it); None: the executor's default
-    per_gpu: int | str | None = None
+    per_gpu: int | str = 1  # or "auto" (as many as each GPU's free memory holds, where the executor takes it)
     options: tuple = ()  # ((option, value), ...) of the executor's own flags that were given; a dict is taken
 
     def __post_init__(self):
@@ -48,8 +47,6 @@ class Placement:
         except (TypeError, ValueError):
             raise PlacementError(f"options={str(self.options)[:80]}: give the executor's flags as a dict") from None
         object.__setattr__(self, "options", given)
-        if self.per_gpu is None:
-            object.__setattr__(self, "per_gpu", self.kind.default_per_gpu)
         every = _flags()
         for option, _ in given:
             if option not in every:
@@ -88,17 +85,16 @@ def add_arguments(parser) -> None:
     g = parser.add_argument_group("where jobs run")
     g.add_argument("--executor", default=DEFAULT, choices=tuple(EXECUTORS),
                    help="; ".join(f"{name}: {kind.about}" for name, kind in EXECUTORS.items()) + " (default: %(default)s)")
-    g.add_argument("--per-gpu", default=None, metavar="N|auto",
+    g.add_argument("--per-gpu", default="1", metavar="N|auto",
                    help="jobs sharing each GPU, each capped at 1/N of its memory; auto: as many as the free memory "
                         "holds at the per-job peak (--job-gib, or the largest recorded in --out), at most 8 a GPU and "
-                        "one a CPU core, side by side under MPS where it runs (default: "
-                        + "; ".join(f"{name} {kind.default_per_gpu}" for name, kind in EXECUTORS.items()) + ")")
+                        "one a CPU core, side by side under MPS where it runs (default: %(default)s)")
     for option, (keywords, _) in _flags().items():
         g.add_argument(_flag(option), dest=option, **{k: v for k, v in keywords.items() if k != "elsewhere"})
 
 
 def from_args(args) -> Placement:
-    text = None if args.per_gpu is None else str(args.per_gpu).strip()  # None: the executor's default
+    text = str(args.per_gpu).strip()
     # ASCII digits only: str.isdigit() holds for '²', which int() refuses, and int() reads '٣' as 3
-    per_gpu = text if text in (None, "auto") else int(text) if text.isascii() and text.isdigit() else text
+    per_gpu = text if text == "auto" else int(text) if text.isascii() and text.isdigit() else text
     return Placement(args.executor, per_gpu, {option: getattr(args, option) for option in _flags()})

@@ -14,7 +14,6 @@ class Executor:
     """The base of every executor: what a runner asks of it, and nothing about how it does it."""
     name = ""  # what --executor and records call it (where["executor"])
     about = ""  # where its jobs run, in a few words (--executor's help, its refusal)
-    default_per_gpu: int | str = 1  # --per-gpu when not given
     serial = False  # True: jobs run one at a time, on this machine, without a GPU
     remote = False  # True: jobs run on other machines; their files travel, the GPUs are theirs, not this one's
     # its own flags, beside --executor and --per-gpu: option (the flag's dest) -> argparse's keywords, and

@@ -358,13 +358,3 @@ def test_a_filesystem_without_flock_is_one_line(tmp_path, monkeypatch):
 
 # --- Ray, on a local cluster with fake GPUs ---------------------------------------------------------------
 
-
-def test_the_default_is_auto_on_this_machine_and_one_job_a_gpu_on_ray():
-    """The fast path without flags: the local executor sizes and shares GPUs itself (auto); Ray refuses auto."""
-    import argparse
-    parser = argparse.ArgumentParser()
-    executors.add_arguments(parser)
-    assert executors.from_args(parser.parse_args([])).per_gpu == "auto" == executors.Placement().per_gpu
-    assert executors.EXECUTORS["ray"].default_per_gpu == 1  # (building a ray Placement needs Ray installed)
-    assert executors.from_args(parser.parse_args(["--per-gpu", "3"])).per_gpu == 3
-    assert executors.Placement(per_gpu=2) != executors.Placement()
