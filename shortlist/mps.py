@@ -88,9 +88,10 @@ class Service:
                 said = None if done.returncode == 0 else ((done.stderr or "").strip().splitlines() or
                                                          [f"exit {done.returncode}"])[-1]
                 if said is None:
-                    servers = subprocess.run([self.binary], input="get_server_list\n", env=dict(os.environ, **self.env()),
-                                             capture_output=True, text=True, timeout=QUIT_S).stdout.split()
-                    said = None if any(p.isdigit() for p in servers) else "it ran without the daemon's server"
+                    servers = subprocess.run([self.binary], input="get_server_list\n", capture_output=True,
+                                             env=dict(os.environ, **self.env()), text=True, timeout=QUIT_S)
+                    said = None if any(p.isdigit() for p in servers.stdout.split()) \
+                        else "it ran without the daemon's server"
             except subprocess.TimeoutExpired:
                 said = f"no answer in {timeout_s:.0f} s"
             if said:

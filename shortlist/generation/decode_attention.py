@@ -11,9 +11,10 @@ boolean mask). With one query token and nothing but a mask, it computes softmax(
 the query heads of a key/value group side by side (no copy of k, v); with anything else (a prompt, a
 training pass, dropout, a soft cap, a position bias, sinks, a sparse indexer's picks) it is transformers'
 sdpa_attention_forward itself. Only model types in CHECKED are switched: renaming the implementation
-changes the code path of models that branch on its name. Only the order of fp32 sums differs from sdpa, so two decoders agree to within the engine's
-tie margin (engine.TIE_RELATIVE). Only the fast engine's decode loop runs it (engaged()): the engine's
-self-check compares it against generate() on "sdpa", never against itself.
+changes the code path of models that branch on its name. Only the order of fp32 sums differs from
+sdpa, so two decoders agree to within the engine's tie margin (engine.TIE_RELATIVE). Only the fast
+engine's decode loop runs it (engaged()): the engine's self-check compares it against generate() on
+"sdpa", never against itself.
 """
 from __future__ import annotations
 
