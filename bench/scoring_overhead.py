@@ -3,13 +3,21 @@
     python bench/scoring_overhead.py            # prints a table; commit it under bench/results/
     python bench/scoring_overhead.py --repeats 8 --hostile   # fewer repeats; then all-hostile batches
     python bench/scoring_overhead.py --leaks-only            # only what an answer leaves behind
+    python bench/scoring_overhead.py --battery 4,16 --specs "products(max_digits=1), chain_sum"  # a report's
+                                                             # check of the policies, at 4 and 16 answers at once
 
 In-process is reasoning-gym's own call with each task built once (the best the seed could do);
 ours is the one scoring path of screening, evaluation and the GRPO reward (a fresh confined
 process per answer). Answers are the tasks' own right answers and plausible wrong ones. GRPO
 generates for seconds between two reward calls, and the zygote forks the next step's processes
 meanwhile: each timed step follows a pause of GAP_S. "back to back" times steps with no pause,
-where every fork and teardown lands inside the step.
+where every fork and teardown lands inside the step. An answer given again to the same task within
+one call is scored once (Scorer.score), as in a GRPO group whose completions agree: the step here gives
+each task 2 distinct answers 4 times each, the hostile batches 32 distinct answers to 32 tasks.
+
+--battery: what a report's check (proof/verify.py) and each family's record (audit.constants) spend on
+the policies (audit.best: 17 of them on 200 evaluation tasks), per family, at each number of answer
+processes at once; a report checks with every CPU (verify.scorer_for(alone=True)), a job with WORKERS.
 """
 from __future__ import annotations
 
@@ -60,7 +68,14 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=REPEATS)
     parser.add_argument("--hostile", action="store_true", help="then time a batch of answers that all misbehave")
     parser.add_argument("--leaks-only", action="store_true", help="only measure what an answer leaves behind")
+    parser.add_argument("--battery", help="comma-separated numbers of answers at once: time audit.best instead")
+    parser.add_argument("--specs", default="products(max_digits=1), chain_sum(max_terms=5), coin_flip(max_trials=9)",
+                        help="--battery's family specs, comma-separated")
+    parser.add_argument("--tasks", type=int, default=200, help="--battery's tasks per family")
     args = parser.parse_args()
+    if args.battery:
+        battery([int(w) for w in args.battery.split(",")], [f.key for f in sources.parse_list(args.specs)], args.tasks)
+        return
     if args.leaks_only:
         with Scorer() as scorer:
             leaks(scorer)
@@ -95,22 +110,49 @@ def main() -> None:
             leaks(scorer)
 
 
+def battery(workers: list[int], specs: list[str], n: int) -> None:
+    """audit.best on n evaluation-like tasks of each spec (SmolLM2's trainee reads the answers), per spec, at
+    each number of answer processes at once; the zygote's tasks built first, untimed, as a report's first
+    rescoring builds them."""
+    from shortlist import audit
+    from shortlist.trainee import PROFILES
+    print(f"# the policy battery (audit.best), {n} tasks a family, {os.cpu_count()} CPUs "
+          f"({len(os.sched_getaffinity(0))} usable), load average {os.getloadavg()[0]:.1f} at start")
+    rows = {}
+    for w in workers:
+        with Scorer(workers=w) as scorer:
+            for spec in specs:
+                family = sources.parse(spec)
+                tasks = family.tasks(range(100000, 100000 + n))
+                scorer.score(family, [t["seed"] for t in tasks], ["0"] * n)  # builds the zygote's tasks
+                before = scorer.counts[family.key].answers
+                started = time.perf_counter()
+                audit.best(scorer, PROFILES["smollm2"], family, tasks)
+                rows.setdefault(spec, {})[w] = (time.perf_counter() - started,
+                                                scorer.counts[family.key].answers - before)
+    print(f"{'family':48} " + " ".join(f"{f'{w} at once, s':>14}" for w in workers) + "   answers")
+    for spec, by in rows.items():
+        print(f"{spec:48} " + " ".join(f"{by[w][0]:14.2f}" for w in workers) + f"   {by[workers[0]][1]}")
+    print(json.dumps({"battery": {spec: {w: round(t, 3) for w, (t, _) in by.items()} for spec, by in rows.items()}}))
+
+
 def hostile(scorer) -> None:
     """What misbehaving answers cost a step: 32 honest answers against 32 that all misbehave, in
     binary_matrix (its scorer evals the answer), at the default deadline; each batch after a warm
     one, as GRPO's steps come."""
     family = sources.parse("binary_matrix")
-    right = family.task(1)["answer"]
-    batches = {"honest": [right] * STEP, "all hostile": [HOSTILE[i % len(HOSTILE)] for i in range(STEP)],
+    seeds = list(range(1, STEP + 1))  # 32 tasks: an answer repeated for one task would be scored once
+    batches = {"honest": [t["answer"] for t in family.tasks(seeds)],
+               "all hostile": [HOSTILE[i % len(HOSTILE)] for i in range(STEP)],
                "all hanging": ["9**9**9"] * STEP}  # each cut at the deadline: 32 x 1 s over 2 at once
     print(f"\n# all-hostile batches: {STEP} answers, binary_matrix, deadline {scorer.deadline_s} s, "
           f"{scorer.workers} answers at once, load average {os.getloadavg()[0]:.1f}")
     for name, answers in batches.items():
-        scorer.score(family, [1] * STEP, answers)
+        scorer.score(family, seeds, answers)
         time.sleep(GAP_S)  # the next step's processes are forked meanwhile
         before = vars(scorer.counts[family.key]).copy()
         started = time.perf_counter()
-        scores = scorer.score(family, [1] * STEP, answers)
+        scores = scorer.score(family, seeds, answers)
         spent = time.perf_counter() - started
         after = vars(scorer.counts[family.key])
         odd = {k: after[k] - before[k] for k in ("timeouts", "crashes", "exceptions") if after[k] != before[k]}

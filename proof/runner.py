@@ -226,7 +226,7 @@ def pending(settings: Settings, sha: str, log=print) -> list[str]:
     fails is moved aside, said in one line, and runs again; failed ones are tried again too)."""
     from proof import regenerate
     body, _ = commit.committed(settings.out)
-    with verify.scorer_for(body) as scorer, regenerate.Regenerator() as model:
+    with verify.scorer_for(body, alone=True) as scorer, regenerate.Regenerator() as model:
         return [key for key in settings.families
                 if verify.done(settings.out, body, sha, key, scorer, log, model) is None]
 

@@ -36,6 +36,10 @@ SINCE = {"before": 4, "adapter": 5, "seal": 5}
 CHECKS = {"before": "the evaluation before training against the before.json its run kept",
           "adapter": "the answers drawn again from the final adapter", "seal": "the seal of the family's files"}
 RETRIES = 2  # a score that differs is asked again: a loaded machine can time an honest answer out
+# answers a check made alone scores at once, at most: each keeps a process forked ahead per family (~12 MiB), and
+# verify.baselines() requires the policies' every score again, so a machine oversubscribed into timeouts would call an
+# honest result corrupt (measured: 16 at once on 2 CPUs timed out 11-51 of a battery's answers, 2 at once none)
+ALONE_MOST = 16
 REJECTED = ".rejected"  # families/<slug>.json.rejected, with its reasons in <slug>.json.rejected.why
 
 
@@ -60,13 +64,15 @@ class Verdict:
 class LazyScorer:
     """One sandboxed Scorer for every family of a load, started only when something is scored."""
 
-    def __init__(self, deadline_s: float, given=None):
-        self.deadline_s, self._scorer, self._own = deadline_s, given, given is None
+    def __init__(self, deadline_s: float, given=None, alone: bool = False):
+        self.deadline_s, self._scorer, self._own, self.alone = deadline_s, given, given is None, alone
 
     def score(self, family, seeds, answers) -> list[float]:
         if self._scorer is None:
-            from shortlist.scoring import Scorer
-            self._scorer = Scorer(deadline_s=self.deadline_s)
+            from shortlist import process
+            from shortlist.scoring import Scorer, scorer
+            workers = min(process.cpus(), ALONE_MOST) if self.alone else scorer.WORKERS
+            self._scorer = Scorer(workers=workers, deadline_s=self.deadline_s)
         return self._scorer.score(family, seeds, answers)
 
     def close(self) -> None:
@@ -81,8 +87,12 @@ class LazyScorer:
         self.close()
 
 
-def scorer_for(body: dict, given=None) -> LazyScorer:
-    return LazyScorer(body["settings"].get("score_deadline_s", 1.0), given)
+def scorer_for(body: dict, given=None, alone: bool = False) -> LazyScorer:
+    """The committed deadline's scorer. alone: nothing else trains or scores on this machine meanwhile (a report,
+    a batch's check before its jobs, `proof verify`), so every CPU it may use scores, up to ALONE_MOST: a report
+    checks every answer and the policies again, ~2,700 answers a family (a job keeps scorer.WORKERS, several jobs
+    sharing a machine)."""
+    return LazyScorer(body["settings"].get("score_deadline_s", 1.0), given, alone)
 
 
 def family(out, body: dict, sha: str, result: FamilyResult, scorer, model=None) -> Verdict:
@@ -364,7 +374,7 @@ def folder(out, sample: int | None = None) -> dict:
     from proof import regenerate
     body, sha = commit.committed(out, commit.READABLE)
     found = {}
-    with scorer_for(body) as scorer, regenerate.Regenerator(sample) as model:
+    with scorer_for(body, alone=True) as scorer, regenerate.Regenerator(sample) as model:
         for key in body["families"]:
             result = records.read(files.result(out, sources.parse(key).slug), sha)
             found[key] = family(out, body, sha, result, scorer, model) if isinstance(result, FamilyResult) else \

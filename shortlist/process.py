@@ -1,6 +1,6 @@
 """A process's ties: to its parent (prctl PR_SET_PDEATHSIG: jobs and the scorer's servers die with
 theirs), to what it must close when it exits (close_at_exit: Scorers, the task builder), and to the
-output it must not write into (to_devnull)."""
+output it must not write into (to_devnull); and the CPUs it may run on (cpus)."""
 from __future__ import annotations
 
 import atexit
@@ -15,6 +15,24 @@ import weakref
 from shortlist.libc import libc
 
 _PR_SET_PDEATHSIG = 1
+
+
+def cpus(quota_file: str = "/sys/fs/cgroup/cpu.max") -> int:
+    """The CPUs this process may run on (>= 1): its affinity, which taskset and a container's cpuset narrow, and
+    no more than its cgroup's CPU quota (cgroup v2's cpu.max, "<quota> <period>": `docker --cpus`, a Kubernetes
+    limit), rounded up; not the machine's count."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    try:
+        with open(quota_file) as f:
+            quota, period = f.read().split()[:2]
+        if quota != "max" and int(period) > 0:
+            n = min(n, -(-int(quota) // int(period)))
+    except (OSError, ValueError):
+        pass
+    return max(1, n)
 
 
 def die_with_parent(parent: int | None = None) -> bool:

@@ -51,7 +51,7 @@ def load(out, scorer=None) -> Report:
     from proof import regenerate
     body, sha = commit.committed(out, commit.READABLE)
     results, unchecked, checking = {}, {}, {}
-    with verify.scorer_for(body, scorer) as scoring, regenerate.Regenerator() as model:
+    with verify.scorer_for(body, scorer, alone=True) as scoring, regenerate.Regenerator() as model:
         for key in body["families"]:
             result = records.read(files.result(out, sources.parse(key).slug), sha)
             if isinstance(result, FamilyResult):

@@ -11,7 +11,7 @@ import time
 from collections import deque
 from pathlib import Path
 
-from shortlist import leftovers
+from shortlist import leftovers, process
 from shortlist import mps as mps_
 from shortlist.executors import sizing
 from shortlist.executors.errors import PlacementError
@@ -95,7 +95,7 @@ class Local(Executor):
         return len(self.slots)
 
     def cpus_per_job(self) -> float:
-        return (os.cpu_count() or 1) / len(self.slots)
+        return process.cpus() / len(self.slots)
 
     def close(self) -> None:
         if self.mps is not None:

@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from shortlist import output
+from shortlist import output, process
 from shortlist.executors.errors import PlacementError
 
 CONTEXT_GIB = 0.5  # what a job's CUDA context takes beside what torch's allocator reserves (auto)
@@ -43,7 +43,7 @@ def auto(gpus: list[str], job_gib: float | None, peaks: list, log=print, cpus: i
             "each job records its own, for the next run")
         return {gpu: 1 for gpu in gpus}
     free = free_gib(gpus)
-    cores = cpus or os.cpu_count() or 1
+    cores = cpus or process.cpus()
     bound = min(MOST_PER_GPU, max(1, cores // len(gpus)))
     fit = {gpu: max(1, int(free[gpu] // (peak + CONTEXT_GIB))) for gpu in gpus}
     counts = {gpu: min(fit[gpu], bound) for gpu in gpus}

@@ -1,6 +1,7 @@
 """One scoring function for screening, evaluation and the GRPO reward: Scorer.score().
 
-Each answer is scored in a fresh process of its own (zygote.py): forked from a zygote that
+Each answer is scored in a fresh process of its own (zygote.py; an answer given again to the same task
+within one call is scored once, its result given to every copy): forked from a zygote that
 imported the family's scorer and built its tasks outside every deadline, confined by the kernel,
 and killed with everything it started once it replies or passes its deadline. Threads, SIGALRM and
 Pool.get(timeout) cannot stop `9**9**9` (protocol-notes); a killed process can. The zygotes are
@@ -32,7 +33,7 @@ DEADLINE_S = defaults.SCORE_DEADLINE_S  # an answer whose scorer takes longer sc
 WARMUP_DEADLINE_S = 120.0  # a zygote silent this long is dead: it imports and builds tasks, untimed
 MEMORY_MB = 2048  # address space of an answer process; the answer "x"*10**6 cost one scorer ~533 MB
 CPU_SECONDS = 60  # an answer process's CPU, a backstop behind the deadline
-WORKERS = min(4, os.cpu_count() or 1)
+WORKERS = min(4, process.cpus())  # a job's answers at once: several jobs may train on one machine
 ZYGOTES = 4  # families whose zygote (and its children forked ahead) stays alive
 _COUNTED = {"error": "exceptions", "timeout": "timeouts", "crash": "crashes", "refused": "refused"}  # what a zygote reports, where it counts
 
@@ -208,29 +209,37 @@ class Scorer:
                 "confinement": self.confinement}
 
     def score(self, family: Family | str, seeds, answers) -> list[float]:
-        """Score answers (None: nothing extracted) to the family's tasks at these seeds."""
+        """Score answers (None: nothing extracted) to the family's tasks at these seeds. An answer repeated for
+        the same task within the call (a policy battery's shared guesses, a GRPO group's agreeing completions)
+        is scored once, in one process, and counted as often as it was given."""
         family = sources.parse(family)
         counts = ScoreCounts()
         started = time.perf_counter()
         scores = [0.0] * len(answers)
-        jobs = []
+        jobs, given = [], {}  # given: index of the job that scores it -> every index that gave that answer
+        first: dict[tuple[int, str], int] = {}
         for i, (seed, answer) in enumerate(zip(seeds, answers, strict=True)):
             if answer is None:
                 counts.unextracted += 1
-            else:
-                jobs.append([i, int(seed), str(answer)])
+                continue
+            key = (int(seed), str(answer))
+            if key not in first:
+                first[key] = i
+                jobs.append([i, *key])
+            given.setdefault(first[key], []).append(i)
         if jobs:
-            for i, value in self._run(family, jobs, counts):
-                scores[i] = normalize(value, counts)
+            for index, value in self._run(family, jobs, counts, given):
+                for i in given[index]:
+                    scores[i] = normalize(value, counts)
         counts.answers = len(answers)
         counts.seconds = time.perf_counter() - started
         self.counts.setdefault(family.key, ScoreCounts()).add(counts)
         return scores
 
-    def _run(self, family: Family, jobs: list, counts: ScoreCounts):
-        """Yield (index, raw value) for each answer that produced one; count the rest."""
+    def _run(self, family: Family, jobs: list, counts: ScoreCounts, given: dict):
+        """Yield (index, raw value) for each answer that produced one; count the rest, as often as given."""
         if source_.remote(family.source):  # scored at its server, from here: the sandbox has no network
-            yield from self._tally(source_.get(family.source).scores(family.name, family.config, jobs), counts)
+            yield from self._tally(source_.get(family.source).scores(family.name, family.config, jobs), counts, given)
             return
         zygote = self._zygote(family)
         zygote.conn.send_bytes(json.dumps({"jobs": jobs, "deadline_s": self.deadline_s}).encode())
@@ -241,18 +250,22 @@ class Scorer:
             del self._zygotes[family.key]
             why = (built if isinstance(built, dict) else results if isinstance(results, dict) else {}).get("fatal")
             raise RuntimeError(f"the scoring zygote for {family.key} died" + (f": {why}" if why else ""))
-        yield from self._tally(results, counts)
+        yield from self._tally(results, counts, given)
 
     @staticmethod
-    def _tally(results: list, counts: ScoreCounts):
-        """(index, raw value) of each [index, kind, value, refused] that scored; the others counted."""
+    def _tally(results: list, counts: ScoreCounts, given: dict):
+        """(index, raw value) of each [index, kind, value, refused] that scored; the others counted, once for each
+        answer the job stands for (given: job index -> the indices that gave its answer)."""
         for index, kind, value, refused in results:
-            counts.refused += refused is True  # a flag per answer: no number of its own is summed
+            if index not in given:  # the zygote or a source's server answered something it was not asked
+                raise RuntimeError(f"the scorer replied for answer {index!r}, which it was not given")
+            times = len(given[index])
+            counts.refused += times * (refused is True)  # a flag per answer: no number of its own is summed
             if kind == "score":
                 yield index, value
             else:
                 field = _COUNTED[kind]
-                setattr(counts, field, getattr(counts, field) + 1)
+                setattr(counts, field, getattr(counts, field) + times)
 
     def _open(self) -> _Server:
         if self._server is None:

@@ -1,5 +1,5 @@
 """The processes that run Reasoning Gym scorers on a model's answers: one zygote per family, one
-fresh process per answer.
+fresh process per answer (per distinct answer to a task: Scorer.score sends each once).
 
 Nine scorers hand the answer to eval() or to sympy's parse_expr (which ends in eval), so an
 answer is code, and whatever it does must end with it. The scoring server (server.py) forks a

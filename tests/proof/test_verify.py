@@ -275,3 +275,17 @@ def test_reproducing_on_another_model_is_refused_naming_the_runs_own_folder(smok
     assert "cannot be trained again on another model" in err and str(files.predictions(out)) in err, err
     assert "\n" not in err and "reproduce" not in err.split("committed in")[1]
     assert not (files.work(out, sources.parse(key).slug) / "reproduce").exists()
+
+
+def test_a_check_made_alone_scores_on_every_cpu_and_a_jobs_own_on_its_share(monkeypatch):
+    """A report, a batch's check before its jobs and `proof verify` score ~4,000 answers a family with nothing else
+    running: every CPU; a job's check (02 finding its family done) keeps a job's share beside the others."""
+    from shortlist import process
+    from shortlist.scoring import scorer
+    body = {"settings": {"score_deadline_s": 1.0}}
+    for cpus, expected in ((7, 7), (verify.ALONE_MOST + 30, verify.ALONE_MOST)):  # capped: see ALONE_MOST
+        monkeypatch.setattr(process, "cpus", lambda: cpus)
+        with verify.scorer_for(body, alone=True) as alone, verify.scorer_for(body) as job:
+            for lazy in (alone, job):
+                assert lazy.score("chain_sum", [1], [None]) == [0.0]
+            assert (alone._scorer.workers, job._scorer.workers) == (expected, scorer.WORKERS)

@@ -96,7 +96,7 @@ def test_mps_without_a_gpu_is_refused_in_one_line(monkeypatch, fake):
 def auto_two_per_gpu(monkeypatch, tmp_path):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
     monkeypatch.setattr(executors.sizing, "free_gib", lambda gpus: {"2": 10.0, "3": 3.0})
-    monkeypatch.setattr(executors.sizing.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(executors.sizing.process, "cpus", lambda: 4)  # the CPUs this process may run on
     seen = tmp_path / "probe.json"  # what the probe's CUDA process saw, as a job would see it
     monkeypatch.setattr(mps, "PROBE_CODE", "import json, os, sys\nopen(%r, 'w').write(json.dumps({k: os.environ.get(k) "
                         "for k in ('CUDA_VISIBLE_DEVICES', 'CUDA_MPS_PIPE_DIRECTORY')}))" % str(seen))

@@ -44,7 +44,9 @@ def test_oversized_and_slow_answers_score_0_and_are_counted(served, monkeypatch)
     family = sources.parse(f"openenv.{SPEC}")
     gold = family.task(3)["answer"]
     with Scorer(workers=1) as scorer:
-        scores = scorer.score(family, [3] * 4, [gold, "x" * (openenv.ANSWER_MAX + 1), "<slow>" + gold, gold])
+        # the last answer on another task: the same answer to the same task would be scored once
+        scores = scorer.score(family, [3, 3, 3, 4], [gold, "x" * (openenv.ANSWER_MAX + 1), "<slow>" + gold,
+                                                     family.task(4)["answer"]])
         counts = scorer.counts[family.key]
     assert scores == [1.0, 0.0, 0.0, 1.0]  # the session after a timeout is a new one: the last answer scores
     assert (counts.refused, counts.timeouts, counts.answers) == (1, 1, 4)

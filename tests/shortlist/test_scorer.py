@@ -176,3 +176,49 @@ def test_many_scorers_share_one_exit_hook_which_closes_those_left_open(tmp_path)
     seen = json.loads(done.stdout)
     assert seen["added_hooks"] == 0 and len(seen["scratch"]) == 4  # one hook for every Scorer, not one each
     assert not any(os.path.exists(path) for path in seen["scratch"])  # the three left open were closed at exit
+
+
+def test_an_answer_repeated_for_a_task_is_scored_once_and_counted_as_often_as_given():
+    """A policy battery or a GRPO group gives one task the same answer many times: one process scores it (four
+    hanging copies cost one deadline, not four), every copy gets its score and its count."""
+    with Scorer(workers=1, deadline_s=1.0) as s:
+        task = sources.parse("binary_matrix").task(1)
+        s.score("binary_matrix", [1], [task["answer"]])  # warm the worker
+        started = time.monotonic()
+        assert s.score("binary_matrix", [1, 1, 1, 1, 1], ["9**9**9", task["answer"], "9**9**9", "9**9**9",
+                                                          "9**9**9"]) == [0.0, 1.0, 0.0, 0.0, 0.0]
+        assert time.monotonic() - started < 2 * 1.0 + 1.5  # one hang and one honest answer, a replacement worker
+        counts = s.counts["binary_matrix"]
+        assert (counts.timeouts, counts.answers) == (4, 6)
+
+
+def test_the_same_answer_to_other_tasks_is_scored_against_each(scorer):
+    f = sources.parse("chain_sum")
+    a, b = f.tasks([40, 41])
+    assert a["answer"] != b["answer"]
+    assert scorer.score(f, [40, 41, 40], [a["answer"]] * 3) == [1.0, scorer.score(f, [41], [a["answer"]])[0], 1.0]
+    assert scorer.score(f, [41], [a["answer"]])[0] < 1.0
+
+
+def test_the_cpus_a_process_may_use_are_its_affinitys():
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", "from shortlist import process; from shortlist.scoring import "
+                          "scorer; print(process.cpus(), scorer.WORKERS)"], capture_output=True, text=True, check=True,
+                         preexec_fn=lambda: os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]}))
+    assert out.stdout.split() == ["1", "1"]
+
+
+@pytest.mark.parametrize("quota, expected", [("150000 100000", 2), ("50000 100000", 1), ("max 100000", None),
+                                             ("garbage", None)])
+def test_the_cpus_a_process_may_use_stop_at_its_cgroups_quota(tmp_path, quota, expected):
+    from shortlist import process
+    (tmp_path / "cpu.max").write_text(quota + "\n")
+    mine = len(os.sched_getaffinity(0))
+    assert process.cpus(str(tmp_path / "cpu.max")) == (mine if expected is None else min(mine, expected))
+    assert process.cpus(str(tmp_path / "absent")) == mine
+
+
+def test_a_reply_for_an_answer_not_given_is_an_error_not_a_score():
+    with pytest.raises(RuntimeError, match="not given"):
+        list(Scorer._tally([[0, "score", 1.0, False], [7, "score", 1.0, False]], ScoreCounts(), {0: [0, 2]}))

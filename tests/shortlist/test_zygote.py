@@ -113,19 +113,22 @@ def test_probes_through_the_nine_python_scorers(tmp_path, monkeypatch):
             server, uid = scorer._server.process.pid, int(scorer.confinement["user"].split(":")[0])
             for name in NINE:
                 family = sources.parse(name)
-                right = [t["answer"] for t in family.tasks([1, 2])]
-                honest, honest_seeds = [right[0], right[1], "0", right[0]], [1, 2, 1, 1]
+                # each probe followed by an honest answer to a task of its own (an answer repeated for one task is
+                # scored once), every fourth a wrong one, so that each is scored in a process of its own
+                honest_seeds = list(range(1, len(attacks) + 1))
+                right = [t["answer"] for t in family.tasks(honest_seeds)]
+                honest = ["no such answer" if k % 4 == 2 else right[k] for k in range(len(attacks))]
                 baseline = scorer.score(family, honest_seeds, honest)
-                assert baseline[:2] + baseline[3:] == [1.0, 1.0, 1.0] and baseline[2] < 1.0, name
+                assert [b == 1.0 for b in baseline] == [k % 4 != 2 for k in range(len(attacks))], name
                 answers, seeds = [], []
-                for k, attack in enumerate(attacks.values()):  # each probe followed by an honest answer, one batch
-                    answers += [attack, honest[k % 4]]
-                    seeds += [1, honest_seeds[k % 4]]
+                for k, attack in enumerate(attacks.values()):
+                    answers += [attack, honest[k]]
+                    seeds += [1, honest_seeds[k]]
                 scores = scorer.score(family, seeds, answers)
                 got = dict(zip(attacks, scores[::2]))
                 got.pop("forged_reply")  # its own score is whatever it wrote: faking that is all an answer can do
                 assert got == dict.fromkeys(got, 0.0), (name, {k: v for k, v in got.items() if v})
-                assert scores[1::2] == [baseline[i % 4] for i in range(len(attacks))], name  # no other score moved
+                assert scores[1::2] == baseline, name  # no other score moved
                 counts = scorer.counts[name]
                 assert counts.timeouts == 0 and counts.refused <= counts.answers, (name, vars(counts))
                 json.dumps(vars(counts))  # what 01 writes: no answer's number can make it raise

@@ -115,12 +115,13 @@ def battery(private: str, marker: str) -> dict:
     try:
         with Scorer(workers=2, deadline_s=2.0) as scorer:
             chain = sources.parse("chain_sum")
-            tasks = chain.tasks(range(5))
-            honest = [scorer.score(chain, [t["seed"] for t in tasks] * 2, [t["answer"] for t in tasks] * 2)
-                      for _ in range(3)]
-            right = sources.parse("binary_matrix").task(1)["answer"]
-            answers = [a for attack in attacks.values() for a in (attack, right, checks)]
-            scores = scorer.score("binary_matrix", [1] * len(answers), answers)
+            tasks = chain.tasks(range(10))  # 10 tasks: an answer repeated for one task is scored once
+            honest = [scorer.score(chain, [t["seed"] for t in tasks], [t["answer"] for t in tasks]) for _ in range(3)]
+            # each probe's honest answer and check on a task of their own: each is scored in a process of its own
+            right = [t["answer"] for t in sources.parse("binary_matrix").tasks(range(1, len(attacks) + 1))]
+            answers = [a for k, attack in enumerate(attacks.values()) for a in (attack, right[k], checks)]
+            seeds = [s for k in range(len(attacks)) for s in (1, k + 1, k + 1)]
+            scores = scorer.score("binary_matrix", seeds, answers)
             counts = vars(scorer.counts["binary_matrix"])
             json.dumps(counts)  # what 01 writes
             return {"confinement": scorer.confinement, "uid": os.getuid(), "honest": honest,
