@@ -62,6 +62,9 @@
 #                                         own LoRA adapters, against each alone on its merged copy, and against as many
 #                                         processes at once under MPS, as runs do today (issue 39's lever, before it
 #                                         is built; ~4 min)
+#   scoring    .whl                       bench/scoring_overhead.py --battery: the policies a report checks again for
+#                                         the first 8 specs of examples/smollm2-22, at SCORING_WORKERS answers at once
+#                                         (no model, no GPU; ~2 min)
 #   waitc3 S   (none)                     waits up to S seconds for catalog3, then brings back the catalog, the
 #                                         selection (or its one-line refusal), the timing JSON and the logs
 #
@@ -373,7 +376,8 @@ for path in sorted(glob.glob("/root/md/*/notebooks/*.ipynb")):
 print(json.dumps(cells, indent=1))
 EOP
     (cd /root/md && tar -czf "$OUT/modes.tgz" --exclude=compile --exclude=checkpoints --exclude=adapter \
-       started finished modes.json cells.json ./*.log ./*/families ./*/predictions.json 2>/dev/null)
+       started finished modes.json cells.json ./*.log ./*/families ./*/predictions.json \
+       ./*/notebooks/03_report.ipynb 2>/dev/null)  # 03: the seconds its checks took per family (report: checking)
     tar -czf "$OUT/logs.tgz" -C /root logs
     cat /root/md/modes.json 2>/dev/null | python3 -c "import json, sys; d = json.load(sys.stdin); print(json.dumps({m: {k: v for k, v in r.items() if k not in ('phases_median_s', 'equivalence')} for m, r in d['modes'].items()}, indent=1))"
     tail -n 3 /root/logs/modes.log ;;
@@ -394,6 +398,10 @@ EOP
       --json "$OUT/decode_attention.smollm2.json" 2>&1 | grep -v Warning | tail -3
     env $PINNED python3 bench/decode_attention.py --model qwen3-shape --trainee qwen3 --profile \
       --json "$OUT/decode_attention.qwen3.json" 2>&1 | grep -v Warning | tail -40 ;;
+  scoring)
+    install; mkdir -p "$OUT"
+    env $PINNED python3 bench/scoring_overhead.py --battery ${SCORING_WORKERS:-4,8,16} --specs "$(specs 8)" \
+      2>&1 | grep -v -e Warning -e memoize | tee "$OUT/scoring_battery.txt" ;;
   tf32)
     install
     env $PINNED python3 - <<'EOP' 2>&1 | grep -v Warning

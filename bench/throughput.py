@@ -115,7 +115,8 @@ def results(folder: Path) -> dict[str, dict]:
 
 def phases(done) -> dict:
     """Where a family's seconds went, the median over the mode's families: the evaluations, the first step
-    (compilation), and a later step split into generation, scoring and the rest (proof/steptime.py)."""
+    (compilation), a later step split into generation, scoring and the rest (proof/steptime.py), and the
+    process's compile cache hits and misses (Inductor's FX graphs: a warm start is hits)."""
     def median(values):
         values = [v for v in values if isinstance(v, (int, float))]
         return round(statistics.median(values), 3) if values else None
@@ -126,7 +127,9 @@ def phases(done) -> dict:
             "first_step_s": median(x.get("first_step_s") for x in t),
             "train_s": median(x.get("train_s") for x in t), "eval_after_s": median(x.get("eval_after_s") for x in t),
             "first_step": {k: median(f.get(k) for f in first) for k in ("generation_s", "scoring_s", "rest_s")},
-            "step": {k: median(x.get(k) for x in split) for k in ("step_s", "generation_s", "scoring_s", "rest_s")}}
+            "step": {k: median(x.get(k) for x in split) for k in ("step_s", "generation_s", "scoring_s", "rest_s")},
+            "compiled": {k: median(x.get("compile", {}).get("fx_graph", {}).get(k) for x in t)
+                         for k in ("hit", "miss")}}
 
 
 def measure(folder: Path, base: dict[str, dict] | None, wall_s: float | None = None) -> dict:

@@ -296,7 +296,8 @@ def record(run: Run, log=print) -> FamilyResult:
         return run.done
     s, books = run.settings, run.books
     timings = books.timings | step_times(run.history, books.timings["train_s"], s.steps) | {
-        "resumed_at_step": books.resumed_at_step}
+        "resumed_at_step": books.resumed_at_step,
+        "compile": compile_cache.counts()}  # this process's cache hits and misses: a warm start shows as hits
     # what a constant answer earns on the same tasks: a gain it matches is collapse, not learning
     baselines = audit.constants(run.scorer, s.profile.for_source(run.family.source), run.family, run.tasks["eval"],
                                 list(run.after.answers), audit.most_frequent_gold(run.tasks["predict"]))
