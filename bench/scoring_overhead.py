@@ -17,7 +17,8 @@ each task 2 distinct answers 4 times each, the hostile batches 32 distinct answe
 
 --battery: what a report's check (proof/verify.py) and each family's record (audit.constants) spend on
 the policies (audit.best: 17 of them on 200 evaluation tasks), per family, at each number of answer
-processes at once; a report checks with every CPU (verify.scorer_for(alone=True)), a job with WORKERS.
+processes at once; a report checks with the CPUs it may use, up to verify.ALONE_MOST
+(verify.scorer_for(alone=True)), a job with WORKERS.
 """
 from __future__ import annotations
 
@@ -114,10 +115,10 @@ def battery(workers: list[int], specs: list[str], n: int) -> None:
     """audit.best on n evaluation-like tasks of each spec (SmolLM2's trainee reads the answers), per spec, at
     each number of answer processes at once; the zygote's tasks built first, untimed, as a report's first
     rescoring builds them."""
-    from shortlist import audit
+    from shortlist import audit, process
     from shortlist.trainee import PROFILES
     print(f"# the policy battery (audit.best), {n} tasks a family, {os.cpu_count()} CPUs "
-          f"({len(os.sched_getaffinity(0))} usable), load average {os.getloadavg()[0]:.1f} at start")
+          f"({process.cpus()} this process may use), load average {os.getloadavg()[0]:.1f} at start")
     rows = {}
     for w in workers:
         with Scorer(workers=w) as scorer:
