@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from proof.records import Evaluation
-from shortlist import sources
+from shortlist import scoring, sources
 from shortlist.generation.sampling import Sampler
 from shortlist.scoring import Scorer
 from shortlist.trainee import Trainee
@@ -23,7 +23,7 @@ def score(scorer: Scorer, trainee: Trainee, family, seeds: list[int], completion
     family = sources.parse(family)
     asked = trainee.for_source(family.source)
     answers = [asked.clean(c) for c in completions]
-    return Evaluation(seeds, completions, answers, scorer.score(family, seeds, answers),
+    return Evaluation(seeds, completions, answers, scorer.score(family, seeds, answers, retries=scoring.RETRIES),
                       clipped, repetitive)
 
 

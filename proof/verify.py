@@ -28,7 +28,7 @@ from pathlib import Path
 
 from proof import adapter, commit, evidence, files, records, seal, settings as settings_, stats
 from proof.records import Evaluation, FamilyResult
-from shortlist import sources
+from shortlist import scoring, sources
 
 # what a result must hold from the schema its predictions were committed under on (older runs were published
 # without it): the commitment says which, never the result; each with what unchecked() calls it
@@ -67,13 +67,13 @@ class LazyScorer:
     def __init__(self, deadline_s: float, given=None, alone: bool = False):
         self.deadline_s, self._scorer, self._own, self.alone = deadline_s, given, given is None, alone
 
-    def score(self, family, seeds, answers) -> list[float]:
+    def score(self, family, seeds, answers, retries: int = 0) -> list[float]:
         if self._scorer is None:
             from shortlist import process
             from shortlist.scoring import Scorer, scorer
             workers = min(process.cpus(), ALONE_MOST) if self.alone else scorer.WORKERS
             self._scorer = Scorer(workers=workers, deadline_s=self.deadline_s)
-        return self._scorer.score(family, seeds, answers)
+        return self._scorer.score(family, seeds, answers, retries)
 
     def close(self) -> None:
         if self._own and self._scorer is not None:
@@ -306,12 +306,13 @@ def rescored(body: dict, result: FamilyResult, scorer) -> list[str]:
 def _scored(scorer, key: str, seeds: list, answers: list, saved: list) -> list[float]:
     """Scores again; those that differ from the saved ones asked again, up to RETRIES times (a timeout on a
     loaded machine is not a forgery; a forged score differs every time)."""
-    scores = scorer.score(key, seeds, answers)
+    scores = scorer.score(key, seeds, answers, retries=scoring.RETRIES)
     for _ in range(RETRIES):
         differ = [i for i, (a, b) in enumerate(zip(scores, saved)) if abs(a - b) > 1e-9]
         if not differ:
             break
-        for i, value in zip(differ, scorer.score(key, [seeds[i] for i in differ], [answers[i] for i in differ])):
+        for i, value in zip(differ, scorer.score(key, [seeds[i] for i in differ], [answers[i] for i in differ],
+                                                       retries=scoring.RETRIES)):
             scores[i] = value
     return scores
 

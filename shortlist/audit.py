@@ -27,7 +27,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from shortlist import sources
+from shortlist import scoring, sources
 from shortlist.sources import source as source_
 
 CONSTANTS = ("", "0", "1", "2", "-1", "True", "False", "yes", "no")  # answers that say nothing of the question
@@ -151,7 +151,7 @@ def best(scorer, trainee, family, tasks: list[dict], frequent: str | None = None
     for label, given in candidates.items():
         labels += [label] * len(given)
         answers += [trainee.clean(trainee.written(a)) for a in given]
-    scores = scorer.score(family, seeds * len(candidates), answers)
+    scores = scorer.score(family, seeds * len(candidates), answers, retries=scoring.RETRIES)
     n, found = len(tasks), []
     for i, label in enumerate(candidates):
         part = scores[i * n:(i + 1) * n]
@@ -167,7 +167,7 @@ def audit(scorer, trainee, family, tasks: list[dict]) -> Audit:
     ceiling, hits, source = None, (), None
     if checkable:
         written = [trainee.clean(trainee.written(known(t))) for t in checkable]
-        scores = scorer.score(family, [t["seed"] for t in checkable], written)
+        scores = scorer.score(family, [t["seed"] for t in checkable], written, retries=scoring.RETRIES)
         hits = tuple(s >= 1.0 for s in scores)
         ceiling = sum(hits) / len(checkable)
         source = "gold answers" if all(t.get("answer") is not None for t in checkable) else "known-valid answers"
@@ -186,7 +186,7 @@ def constants(scorer, trainee, family, tasks: list[dict], answers: list, frequen
     if mode is None:
         mine = Best("(no answer extracted)", 0.0, 0.0)
     else:
-        scores = scorer.score(family, seeds, [mode] * len(seeds))
+        scores = scorer.score(family, seeds, [mode] * len(seeds), retries=scoring.RETRIES)
         mine = Best(f'"{mode}"', sum(s >= 1.0 for s in scores) / len(seeds), sum(scores) / len(seeds))
     return {"distinct_answers": len(set(answers)) / len(answers), "mode": mine.as_dict(),
             "policy": best(scorer, trainee, family, tasks, frequent).as_dict()}

@@ -34,6 +34,7 @@ WARMUP_DEADLINE_S = 120.0  # a zygote silent this long is dead: it imports and b
 MEMORY_MB = 2048  # address space of an answer process; the answer "x"*10**6 cost one scorer ~533 MB
 CPU_SECONDS = 60  # an answer process's CPU, a backstop behind the deadline
 WORKERS = min(4, process.cpus())  # a job's answers at once: several jobs may train on one machine
+RETRIES = 2  # an answer past its deadline, scored again where a number is read back (Scorer.score)
 ZYGOTES = 4  # families whose zygote (and its children forked ahead) stays alive
 _COUNTED = {"error": "exceptions", "timeout": "timeouts", "crash": "crashes", "refused": "refused"}  # what a zygote reports, where it counts
 
@@ -55,6 +56,8 @@ class ScoreCounts:
     clamped: int = 0  # outside [0, 1], clamped
     refused: int = 0  # answers whose scorer attempted an operation the sandbox refused (their reply's flag), or
     # that a server-scored source refused to send (over its size bound)
+    retried: int = 0  # answers scored again after passing their deadline (Scorer.score's retries); their last
+    # try is what the other fields count
     seconds: float = 0.0  # wall time inside score()
 
     def add(self, other: "ScoreCounts") -> None:
@@ -208,10 +211,15 @@ class Scorer:
         return {"workers": self.workers, "deadline_s": self.deadline_s, "memory_mb": self.memory_mb,
                 "confinement": self.confinement}
 
-    def score(self, family: Family | str, seeds, answers) -> list[float]:
+    def score(self, family: Family | str, seeds, answers, retries: int = 0) -> list[float]:
         """Score answers (None: nothing extracted) to the family's tasks at these seeds. An answer repeated for
         the same task within the call (a policy battery's shared guesses, a GRPO group's agreeing completions)
-        is scored once, in one process, and counted as often as it was given."""
+        is scored once, in one process, and counted as often as it was given. retries: an answer that passed
+        its deadline is scored again, up to this many times (a loaded machine times honest answers out; a
+        number that is read or checked again must not depend on the load: evaluations, the policies); its
+        last try counts, and `retried` counts it once. GRPO's rewards keep 0: a hang costs one deadline."""
+        if retries < 0:
+            raise ValueError(f"retries must be >= 0, not {retries}")
         family = sources.parse(family)
         counts = ScoreCounts()
         started = time.perf_counter()
@@ -227,20 +235,36 @@ class Scorer:
                 first[key] = i
                 jobs.append([i, *key])
             given.setdefault(first[key], []).append(i)
-        if jobs:
-            for index, value in self._run(family, jobs, counts, given):
+        refused: set[int] = set()  # jobs a timed-out try flagged (an answer counts once in each field)
+        for attempt in range(1 + retries):
+            if not jobs:
+                break
+            results = self._results(family, jobs)
+            sent = {job[0] for job in jobs}
+            final, again = [], set()
+            for result in results:
+                if result[0] not in sent:  # the zygote or a source's server answered something it was not asked
+                    raise RuntimeError(f"the scorer replied for answer {result[0]!r}, which it was not given")
+                if result[1] == "timeout" and attempt < retries:
+                    again.add(result[0])
+                    refused.update([result[0]] if result[3] is True else [])
+                else:
+                    final.append([*result[:3], result[3] is True or result[0] in refused])
+            for index, value in self._tally(final, counts, given):
                 for i in given[index]:
                     scores[i] = normalize(value, counts)
+            counts.retried += sum(len(given[i]) for i in again if attempt == 0)
+            jobs = [job for job in jobs if job[0] in again]
         counts.answers = len(answers)
         counts.seconds = time.perf_counter() - started
         self.counts.setdefault(family.key, ScoreCounts()).add(counts)
         return scores
 
-    def _run(self, family: Family, jobs: list, counts: ScoreCounts, given: dict):
-        """Yield (index, raw value) for each answer that produced one; count the rest, as often as given."""
+    def _results(self, family: Family, jobs: list) -> list:
+        """[index, kind, value, refused] for each job that got a reply (kind: score, error, timeout, crash,
+        refused)."""
         if source_.remote(family.source):  # scored at its server, from here: the sandbox has no network
-            yield from self._tally(source_.get(family.source).scores(family.name, family.config, jobs), counts, given)
-            return
+            return list(source_.get(family.source).scores(family.name, family.config, jobs))
         zygote = self._zygote(family)
         zygote.conn.send_bytes(json.dumps({"jobs": jobs, "deadline_s": self.deadline_s}).encode())
         built = zygote.receive(WARMUP_DEADLINE_S)  # building new tasks is not timed
@@ -250,7 +274,7 @@ class Scorer:
             del self._zygotes[family.key]
             why = (built if isinstance(built, dict) else results if isinstance(results, dict) else {}).get("fatal")
             raise RuntimeError(f"the scoring zygote for {family.key} died" + (f": {why}" if why else ""))
-        yield from self._tally(results, counts, given)
+        return results
 
     @staticmethod
     def _tally(results: list, counts: ScoreCounts, given: dict):

@@ -222,3 +222,86 @@ def test_the_cpus_a_process_may_use_stop_at_its_cgroups_quota(tmp_path, quota, e
 def test_a_reply_for_an_answer_not_given_is_an_error_not_a_score():
     with pytest.raises(RuntimeError, match="not given"):
         list(Scorer._tally([[0, "score", 1.0, False], [7, "score", 1.0, False]], ScoreCounts(), {0: [0, 2]}))
+
+
+def test_with_retries_a_hang_is_asked_again_and_counted_once_in_each_field():
+    with Scorer(workers=1, deadline_s=0.5) as s:
+        task = sources.parse("binary_matrix").task(1)
+        s.score("binary_matrix", [1], [task["answer"]])  # warm the worker
+        started = time.monotonic()
+        assert s.score("binary_matrix", [1, 1, 1], ["9**9**9", task["answer"], "9**9**9"], retries=2) == [0.0, 1.0, 0.0]
+        assert 3 * 0.5 <= time.monotonic() - started < 3 * 0.5 + 4.0  # three tries of the hang, not six
+        counts = s.counts["binary_matrix"]
+        assert (counts.timeouts, counts.retried, counts.answers) == (2, 2, 4)
+        with pytest.raises(ValueError, match="retries"):
+            s.score("binary_matrix", [1], ["1"], retries=-1)
+
+
+class _Flaky:
+    """A process layer whose every answer passes its deadline the first time it is sent (a loaded machine), then
+    scores what `truth` says; `refuse`: answers whose timed-out try was flagged refused."""
+
+    def __init__(self, truth, refuse=()):
+        self.truth, self.refuse, self.sent = truth, set(refuse), []
+
+    def __call__(self, family, jobs):
+        self.sent.append([job[0] for job in jobs])
+        out = []
+        for index, seed, answer in jobs:
+            first = (seed, answer) not in getattr(self, "seen", set())
+            self.seen = getattr(self, "seen", set()) | {(seed, answer)}
+            out.append([index, "timeout", None, answer in self.refuse] if first else
+                       [index, "score", self.truth(family, seed, answer), False])
+        return out
+
+
+def _layered(results) -> Scorer:
+    s = Scorer.__new__(Scorer)  # no sandbox: the process layer is `results`
+    s.counts, s._results = {}, results
+    return s
+
+
+def test_a_timed_out_try_asked_again_gives_the_answers_own_score_and_the_flags_it_raised():
+    truth = lambda family, seed, answer: 1.0 if answer == "right" else 0.25  # noqa: E731
+    layer = _Flaky(truth, refuse={"odd"})
+    s = _layered(layer)
+    assert s.score("chain_sum", [1, 2, 1, 3], ["right", "odd", "right", None], retries=1) == [1.0, 0.25, 1.0, 0.0]
+    assert layer.sent == [[0, 1], [0, 1]]  # the repeated answer once, the unextracted never
+    c = s.counts["chain_sum"]
+    assert (c.answers, c.retried, c.timeouts, c.refused, c.unextracted) == (4, 3, 0, 1, 1)
+    fresh = _layered(_Flaky(truth, refuse={"odd"}))
+    assert fresh.score("chain_sum", [1, 2], ["right", "odd"]) == [0.0, 0.0]  # no retries: GRPO's rewards
+    c = fresh.counts["chain_sum"]
+    assert (c.retried, c.timeouts, c.refused) == (0, 2, 1)
+
+
+def test_a_retry_answered_for_an_answer_not_sent_again_is_an_error():
+    def layer(family, jobs):
+        return [[0, "timeout", None, False], [1, "score", 1.0, False]] if len(jobs) == 2 else \
+            [[0, "score", 1.0, False], [1, "score", 1.0, False]]
+    with pytest.raises(RuntimeError, match="not given"):
+        _layered(layer).score("chain_sum", [1, 2], ["a", "b"], retries=1)
+
+
+def test_evaluations_and_the_policies_do_not_depend_on_a_loaded_machines_timeouts():
+    """What is read back or checked again (an evaluation, the policies' scores) is scored with retries: a machine
+    that times every answer out once gives the numbers an idle one gives."""
+    from proof import evaluate
+    from shortlist import audit
+    family = sources.parse("chain_sum(max_terms=2, max_digits=1)")
+    tasks = family.tasks(range(10, 30))
+    golds = {t["seed"]: str(t["answer"]) for t in tasks}
+    truth = lambda fam, seed, answer: float(golds[seed] == answer or (answer == "1" and seed % 2))  # noqa: E731
+    idle, loaded = _layered(lambda f, jobs: [[i, "score", truth(f, s_, a), False] for i, s_, a in jobs]), \
+        _layered(_Flaky(truth))
+    asked = trainee.SMOLLM2.for_source(family.source)
+    completions = [f"Answer: {golds[t['seed']] if t['seed'] % 3 else '1'}" for t in tasks]
+    seeds = [t["seed"] for t in tasks]
+    a, b = (evaluate.score(s, asked, family, seeds, completions, [False] * 20, [False] * 20) for s in (idle, loaded))
+    assert a.scores == b.scores and 0 < sum(a.scores) < 20
+    answers = [asked.clean(c) for c in completions]
+    constants = audit.constants(idle, asked, family, tasks, answers)
+    assert constants == audit.constants(loaded, asked, family, tasks, answers) and constants["mode"]["mean"] > 0
+    assert audit.audit(idle, asked, family, tasks) == audit.audit(loaded, asked, family, tasks)
+    measured = audit.audit(idle, asked, family, tasks)
+    assert measured.ceiling == 1.0 and measured.guess.answer == '"1"' and measured.guess.accuracy == 0.5
