@@ -18,6 +18,9 @@ from shortlist.errors import OneLine
 from shortlist.models import config as models
 
 UNTIMED = "step_time"  # the reward curve's one timing
+# the scorer's counts that depend on the clock and the machine's load, not on the answers (a count absent from an
+# older result is 0)
+LOADED = ("seconds", "retried")
 
 
 class ReproduceError(OneLine, RuntimeError):
@@ -81,7 +84,7 @@ def differences(recorded: FamilyResult, again: FamilyResult) -> list[str]:
         step = next((i for i, (a, b) in enumerate(zip(*untimed)) if a != b), min(map(len, untimed)))
         why.append(f"reward_curve: differs from logged row {step} on (recorded {len(untimed[0])} rows, again "
                    f"{len(untimed[1])})")
-    counts = [{k: v for k, v in r.scoring.items() if k != "seconds"} for r in (recorded, again)]
+    counts = [{k: v for k, v in r.scoring.items() if k not in LOADED and v} for r in (recorded, again)]
     if counts[0] != counts[1]:
         why.append(f"scoring: recorded {counts[0]}, again {counts[1]}")
     identity = [{k: r.model.get(k) for k in ("name", "revision")} for r in (recorded, again)]

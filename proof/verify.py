@@ -253,6 +253,8 @@ def counts(body: dict, result: FamilyResult) -> list[str]:
         why.append(f"scoring answers={answers} is not between the {2 * n} evaluated and the {most} the run could score")
     why += [f"scoring {k}={c[k]} is more than the {answers} answers scored"
             for k in sorted(set(c) & known - {"answers", "seconds"}) if c[k] > answers]
+    if c.get("retried", 0) > 2 * n:
+        why.append(f"scoring retried={c['retried']} is more than the {2 * n} evaluated answers, the only ones retried")
     unextracted = sum(a is None for e in (result.before, result.after) for a in e.answers)
     if c.get("unextracted", unextracted) < unextracted:
         why.append(f"scoring unextracted={c['unextracted']} is fewer than the {unextracted} evaluation answers "

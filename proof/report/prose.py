@@ -98,6 +98,10 @@ def warnings(report: Report) -> list[str]:
             by_family.setdefault(key, []).append(
                 f"{counts['timeouts']} of {counts['answers']} answers ({counts['timeouts'] / counts['answers']:.1%}) "
                 f"passed the scoring deadline of {report.settings['score_deadline_s']} s and scored 0")
+        retried = _retried(report, key)
+        if retried:
+            by_family.setdefault(key, []).append(
+                f"{retried} evaluation answers passed the scoring deadline and were scored again (a loaded machine)")
     out += [f"{key}: " + "; ".join(parts) + "." for key, parts in by_family.items()]
     for key, result in report.results.items():
         if isinstance(result, Corrupt):
@@ -106,6 +110,12 @@ def warnings(report: Report) -> list[str]:
 
 
 SCORING = ("answers", "unextracted", "timeouts", "crashes", "exceptions", "non_finite", "clamped", "refused")
+
+
+def _retried(report: Report, key: str) -> int:
+    """Evaluation answers that passed the scoring deadline and were scored again (scoring.RETRIES)."""
+    result = report.results.get(key)
+    return result.scoring.get("retried", 0) if isinstance(result, FamilyResult) else 0
 
 
 def scoring_counts(report: Report, key: str) -> dict:

@@ -217,10 +217,12 @@ class Scorer:
         is scored once, in one process, and counted as often as it was given. retries: an answer that passed
         its deadline is scored again, up to this many times (a loaded machine times honest answers out; a
         number that is read or checked again must not depend on the load: evaluations, the policies); its
-        last try counts, and `retried` counts it once. GRPO's rewards keep 0: a hang costs one deadline."""
+        last try counts, and `retried` counts it once. GRPO's rewards keep 0: a hang costs one deadline. A source
+        scored at its server is not retried: a batch there has one budget in all (sources/openenv.py)."""
         if retries < 0:
             raise ValueError(f"retries must be >= 0, not {retries}")
         family = sources.parse(family)
+        retries = 0 if source_.remote(family.source) else retries
         counts = ScoreCounts()
         started = time.perf_counter()
         scores = [0.0] * len(answers)
@@ -235,7 +237,6 @@ class Scorer:
                 first[key] = i
                 jobs.append([i, *key])
             given.setdefault(first[key], []).append(i)
-        refused: set[int] = set()  # jobs a timed-out try flagged (an answer counts once in each field)
         for attempt in range(1 + retries):
             if not jobs:
                 break
@@ -245,11 +246,10 @@ class Scorer:
             for result in results:
                 if result[0] not in sent:  # the zygote or a source's server answered something it was not asked
                     raise RuntimeError(f"the scorer replied for answer {result[0]!r}, which it was not given")
-                if result[1] == "timeout" and attempt < retries:
+                if result[1] == "timeout" and attempt < retries:  # its flags go with it: the last try counts
                     again.add(result[0])
-                    refused.update([result[0]] if result[3] is True else [])
                 else:
-                    final.append([*result[:3], result[3] is True or result[0] in refused])
+                    final.append(result)
             for index, value in self._tally(final, counts, given):
                 for i in given[index]:
                     scores[i] = normalize(value, counts)

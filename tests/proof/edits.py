@@ -246,6 +246,8 @@ EDITS = {
     "scoring answers 12345": (_counts("answers", 12345), False),
     "scoring exceptions 12345": (_counts("exceptions", 12345), False),
     "scoring timeouts -1": (_counts("timeouts", -1), False),
+    "scoring retried more than the evaluations' answers": (
+        lambda r, b: r["scoring"].update(retried=2 * len(r["before"]["scores"]) + 1), False),
     "scoring unextracted below the evaluations' own": (_unextracted, False),
     "a completion edited to the same length, its answer to match": (_same_length, True),
     "a saved answer edited, summaries recomputed": (_answer, True),

@@ -179,6 +179,21 @@ def test_a_run_trained_at_reduced_precision_or_not_saying_is_named_above_the_hea
     assert said is None or len([w for w in warnings if said in w]) == 1
 
 
+def test_evaluation_answers_scored_again_after_their_deadline_are_named(synthetic):
+    """An evaluation scored on a loaded machine: its answers past the deadline were asked again (scoring.RETRIES),
+    which the report says, so a reader knows the machine was loaded; none retried, nothing said."""
+    s = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP}})
+    assert not [w for w in report.warnings(report.load(s.out)) if "scored again" in w]
+    path = files.result(s.out, "chain_sum")
+    record = files.read_json(path)
+    record["scoring"] = {"answers": 400, "retried": 3}  # the synthetic run records no counts
+    files.write_json(path, record)
+    seal.write(commit.committed(s.out, commit.READABLE)[1], s.out, "chain_sum")
+    said = [w for w in report.warnings(report.load(s.out)) if "scored again" in w]
+    assert said == ["chain_sum: 3 evaluation answers passed the scoring deadline and were scored again (a loaded "
+                    "machine)."]
+
+
 def test_a_corrupt_result_is_shown_as_corrupt(synthetic):
     s = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP}})
     path = files.result(s.out, "chain_sum")

@@ -207,6 +207,22 @@ def test_a_real_run_verifies_and_its_edits_are_found(scorer, tmp_path):
         assert edits.detected(copy, key, scorer) is not None, f"{name} was used as sound"
 
 
+def test_reproducing_compares_the_scorers_counts_not_the_machines_load():
+    """`verify --reproduce` on a committed result (which records no `retried`): answers scored again after their
+    deadline, like the seconds scoring took, say how loaded a machine was, not what the run did; a count that
+    differs is still a difference."""
+    from dataclasses import replace
+    from proof import reproduce
+    body, sha = commit.committed(EXAMPLE, commit.READABLE)
+    result = records.read(files.result(EXAMPLE, sources.parse(body["families"][0]).slug), sha)
+    assert "retried" not in result.scoring
+    loaded = replace(result, scoring=dict(result.scoring, retried=7, seconds=result.scoring.get("seconds", 0) + 9))
+    assert reproduce.differences(result, loaded) == []
+    assert reproduce.differences(result, replace(result, scoring=dict(result.scoring, retried=0))) == []
+    other = replace(result, scoring=dict(result.scoring, timeouts=result.scoring.get("timeouts", 0) + 1))
+    assert [line.split(":")[0] for line in reproduce.differences(result, other)] == ["scoring"]
+
+
 def _edit_output(notebook: Path, old: str, new: str) -> None:
     """A figure changed in an executed notebook, as a hand would: the first output that shows `old`."""
     import nbformat

@@ -261,18 +261,26 @@ def _layered(results) -> Scorer:
     return s
 
 
-def test_a_timed_out_try_asked_again_gives_the_answers_own_score_and_the_flags_it_raised():
+def test_a_timed_out_try_asked_again_gives_the_answers_own_score_and_only_the_last_try_counts():
     truth = lambda family, seed, answer: 1.0 if answer == "right" else 0.25  # noqa: E731
     layer = _Flaky(truth, refuse={"odd"})
     s = _layered(layer)
     assert s.score("chain_sum", [1, 2, 1, 3], ["right", "odd", "right", None], retries=1) == [1.0, 0.25, 1.0, 0.0]
     assert layer.sent == [[0, 1], [0, 1]]  # the repeated answer once, the unextracted never
     c = s.counts["chain_sum"]
-    assert (c.answers, c.retried, c.timeouts, c.refused, c.unextracted) == (4, 3, 0, 1, 1)
+    assert (c.answers, c.retried, c.timeouts, c.refused, c.unextracted) == (4, 3, 0, 0, 1)
     fresh = _layered(_Flaky(truth, refuse={"odd"}))
     assert fresh.score("chain_sum", [1, 2], ["right", "odd"]) == [0.0, 0.0]  # no retries: GRPO's rewards
     c = fresh.counts["chain_sum"]
     assert (c.retried, c.timeouts, c.refused) == (0, 2, 1)
+
+
+def test_a_source_scored_at_its_server_is_not_retried_its_batch_has_one_budget(monkeypatch):
+    monkeypatch.setattr(scorer.source_, "remote", lambda source: True)
+    layer = _Flaky(lambda family, seed, answer: 1.0)
+    s = _layered(layer)
+    assert s.score("chain_sum", [1, 2], ["a", "b"], retries=2) == [0.0, 0.0]
+    assert layer.sent == [[0, 1]] and (s.counts["chain_sum"].timeouts, s.counts["chain_sum"].retried) == (2, 0)
 
 
 def test_a_retry_answered_for_an_answer_not_sent_again_is_an_error():
