@@ -16,7 +16,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/, for generation.py
 from generation import FAMILY, bench_trainee, grpo_seconds_per_step, sync  # noqa: E402
-from proof import train  # noqa: E402
+from proof import trl_internals  # noqa: E402
 from shortlist.generation import engine  # noqa: E402
 from shortlist import sources
 from shortlist.generation import sampling
@@ -49,10 +49,10 @@ def main() -> None:
     rows = [r for r in sampling.prompt_ids(loaded.tokenizer, bench_trainee(128), questions) for _ in range(8)]
     print(f"decode, 32 rows, compiled forward: {decode_ms_per_step(loaded, rows, 128):.2f} ms/step", flush=True)
     generation: list[float] = []
-    original = train.fast_trainer
+    original = trl_internals.fast_trainer  # what proof/train.py builds its GRPO trainer with
 
-    def timing_trainer(**kwargs):
-        trainer = original(**kwargs)
+    def timing_trainer(*args, **kwargs):
+        trainer = original(*args, **kwargs)
         inner = trainer._generate_single_turn
 
         def timed(*a, **k):
@@ -64,7 +64,7 @@ def main() -> None:
             return out
         trainer._generate_single_turn = timed
         return trainer
-    train.fast_trainer = timing_trainer
+    trl_internals.fast_trainer = timing_trainer
     r = grpo_seconds_per_step(args.model, True, 2, 3, "/tmp/probe-grpo")
     print(f"fast GRPO step {r['seconds_per_step']:.3f} s; generation per step "
           f"{statistics.median(generation[2:]):.3f} s; steps {[round(x, 2) for x in r['steps']]}", flush=True)
