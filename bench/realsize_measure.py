@@ -108,7 +108,12 @@ def ours(args, record: Record) -> None:
                        sample_batch=0, fast=True,  # --quick's 8 evaluation tasks: judged at 8 distinct questions
                        min_unseen=min(settings_.DEFAULTS["min_unseen"], len(w["eval_seeds"])),
                        **({"batch_per_device": args.batch_per_device} if args.batch_per_device else {}))
-    record.data["batch_per_device"] = s.batch_per_device
+    from shortlist.models import config as models, memory
+    if not args.batch_per_device and memory.usable_bytes():  # as proof/train.check fits batch_per_device=0
+        s = s.replace(batch_per_device=memory.most_that_fits(
+            models.model_config(args.model), s.micro_batch, s.profile.max_new_tokens, s.fast, memory.usable_bytes(),
+            s.prompts_per_step * s.group))
+    record.data["batch_per_device"] = s.micro_batch
     eval_tasks = w["family"].tasks(w["eval_seeds"])
     started = time.perf_counter()
     loaded = timed_phase(record, "load", lambda: sampling.load(args.model))

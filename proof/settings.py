@@ -42,6 +42,13 @@ class SettingsError(OneLine, ValueError):
     """A bad setting; the message is one line."""
 
 
+# batch_per_device=0's ceiling. Measured: 8 SmolLM2 families under MPS on an H100, 8 instead of 4 cut a shared step's
+# rest from 1.37 to 0.76 s, every family's means before and after training the same (bench/results/
+# throughput.b8.8mps100.h100.txt); at the Qwen3-0.6B shape 0.78 -> 0.62 s (realsize.b8.h100.txt), 11.5 GiB reserved at
+# most under a 15 GiB cap, though the memory estimate (shortlist/models/memory.py) asks 13.8 GiB: on a T4 it gives 4
+AUTO_MICRO_BATCH = 8
+
+
 @dataclass(frozen=True)
 class Settings:
     # no "=" in a help: papermill cannot read a parameters line holding two (proof/notebook.py writes it there)
@@ -58,9 +65,11 @@ class Settings:
     steps: int = setting(100, "GRPO steps per family", (1, 100_000))
     prompts_per_step: int = setting(4, "prompts per GRPO step; times the trainee's group: the completions of a "
                                        "step", (1, 4096))
-    batch_per_device: int = setting(4, "completions per forward/backward; gradient accumulation covers the rest "
+    batch_per_device: int = setting(0, "completions per forward/backward; gradient accumulation covers the rest "
                                        "(speed only: the loss is normalised over the whole step, so the split "
-                                       "changes float order only; proof/trl_internals.py)", (1, 4096))
+                                       "changes float order only; proof/trl_internals.py); 0: the most, up to "
+                                       f"{AUTO_MICRO_BATCH}, that divides a step's completions and fits the GPU",
+                                    (0, 4096))
     lr: float = setting(5e-5, "LoRA's learning rate", (1e-8, 1.0), why="below 1e-8, Adam's steps (about lr each) "
                         "move a LoRA weight by at most 1e-3 in 100,000 steps: no training",
                         why_high="above 1, each Adam step (about lr) moves a LoRA weight by more than the weights "
@@ -138,8 +147,15 @@ class Settings:
         return self.profile.group
 
     @property
+    def micro_batch(self) -> int:
+        """batch_per_device, or where it is 0 the most completions, up to AUTO_MICRO_BATCH, that divide a step's
+        (proof/train.check() also asks the GPU's memory, and sets it before a family trains)."""
+        return self.batch_per_device or max(b for b in range(1, AUTO_MICRO_BATCH + 1)
+                                            if (self.prompts_per_step * self.group) % b == 0)
+
+    @property
     def grad_accum(self) -> int:
-        return self.prompts_per_step * self.group // self.batch_per_device
+        return self.prompts_per_step * self.group // self.micro_batch
 
     def seed_ranges(self) -> dict[str, range]:
         """Where each kind of task comes from: the seeds each draw may look at (heldout.py walks them)."""
@@ -169,7 +185,7 @@ class Settings:
             raise SettingsError(f"census_n={self.census_n} is below 2 x min_unseen={self.min_unseen}: the census could "
                                 f"not show the questions a family needs to be judged; raise census_n")
         completions = self.prompts_per_step * self.group
-        if completions % self.batch_per_device:
+        if self.batch_per_device and completions % self.batch_per_device:
             raise SettingsError(f"batch_per_device={self.batch_per_device} does not divide the {completions} "
                                 f"completions of a step (prompts_per_step {self.prompts_per_step} x the "
                                 f"trainee's group {self.group})")

@@ -22,7 +22,7 @@ from pathlib import Path
 from proof import (adapter, bookkeeping, checkpoint, commit, evaluate, fast_grpo, files, records, seal, stats,
                    steptime, trl_internals, verify)
 from proof.records import Evaluation, FamilyResult
-from proof.settings import Settings
+from proof.settings import AUTO_MICRO_BATCH, Settings
 from shortlist import audit, executors, output, provenance, scoring, sources
 from shortlist.generation import compile_cache, engine, sampling
 from shortlist.models import config as models, memory, precision
@@ -41,7 +41,7 @@ def grpo_config(settings: Settings, output_dir: str):
     with trl_internals.renamed_alias():
         config = GRPOConfig(
             output_dir=output_dir, max_steps=settings.steps, learning_rate=settings.lr, seed=settings.seed,
-            per_device_train_batch_size=settings.batch_per_device, gradient_accumulation_steps=settings.grad_accum,
+            per_device_train_batch_size=settings.micro_batch, gradient_accumulation_steps=settings.grad_accum,
             num_generations=trainee.group, max_completion_length=trainee.max_new_tokens, **trainee.sampling(),
             loss_type=trl_internals.LOSS,
             chat_template_kwargs={"enable_thinking": trainee.enable_thinking},
@@ -108,7 +108,7 @@ def train(loaded: sampling.Loaded, settings: Settings, family: Family, rows: lis
     resume = checkpoint.resumable(folder, log)
     prior = files.read_json(resume / checkpoint.PROGRESS) if resume else {}  # whole: checkpoint.complete() read it
     clock = steptime.StepClock()
-    keeper = bookkeeping.callback(scorer, family.key, prior, log, folder, clock, settings.batch_per_device)
+    keeper = bookkeeping.callback(scorer, family.key, prior, log, folder, clock, settings.micro_batch)
     arguments = dict(
         model=loaded.model, processing_class=loaded.tokenizer,
         reward_funcs=[reward_function(scorer, family, trainee, clock)],
@@ -210,8 +210,14 @@ def check(settings: Settings, family, log=print) -> Run:
     models.check_fits(config, settings.profile)
     models.check_device(settings.profile.model, settings.cpu)
     gpu = None if settings.cpu else memory.usable_bytes()
-    why = gpu and memory.check(config, settings.batch_per_device, settings.profile.max_new_tokens, settings.fast,
-                               gpu, settings.prompts_per_step * settings.group, longest_prompt(settings, run))
+    completions, longest = settings.prompts_per_step * settings.group, gpu and longest_prompt(settings, run)
+    if gpu and not settings.batch_per_device:  # auto: the most up to the ceiling that this GPU holds
+        settings = run.settings = settings.replace(batch_per_device=memory.most_that_fits(
+            config, settings.micro_batch, settings.profile.max_new_tokens, settings.fast, gpu, completions, longest))
+        log(f"{family.key}: {settings.batch_per_device} completions per forward/backward (batch_per_device=0: the "
+            f"most up to {AUTO_MICRO_BATCH} that this GPU's {memory.size(gpu)} holds)")
+    why = gpu and memory.check(config, settings.micro_batch, settings.profile.max_new_tokens, settings.fast,
+                               gpu, completions, longest)
     if why:  # a step this GPU cannot hold, refused before the evaluation spends its minutes
         raise models.ModelError(f"{family.key}: {why}")
     # the GRPO configuration train() will build (nothing written): a TRL whose loss depends on the micro-batch

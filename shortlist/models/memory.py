@@ -96,6 +96,14 @@ def check(config, batch: int, max_new_tokens: int, fast: bool, gpu_bytes: int, c
             f"more than this GPU's {size(gpu_bytes)} less {CONTEXT_GIB} GiB for its context: set {instead}")
 
 
+def most_that_fits(config, most: int, max_new_tokens: int, fast: bool, gpu_bytes: int, completions: int,
+                   prompt_tokens: int = 0) -> int:
+    """The most completions per forward/backward, at most `most` and dividing `completions`, that check() lets this
+    GPU hold; 1 where none fits (check() then refuses that in its own line)."""
+    return next((b for b in range(min(most, completions), 0, -1) if completions % b == 0 and not check(
+        config, b, max_new_tokens, fast, gpu_bytes, completions, prompt_tokens)), 1)
+
+
 def usable_bytes() -> int | None:
     """This process's share of GPU 0's memory (cap_bytes), or None without a GPU."""
     import torch

@@ -8,9 +8,10 @@ from shortlist.errors import OneLine
 
 def test_defaults_are_the_seeds_protocol():
     s = Settings().validate()
-    assert (s.steps, s.group, s.prompts_per_step, s.batch_per_device, s.lr, s.eval_n, s.predict_tasks) == \
-        (100, 8, 4, 4, 5e-5, 200, 24)
-    assert (s.lora_r, s.lora_alpha, s.grad_accum) == (16, 32, 8)
+    assert (s.steps, s.group, s.prompts_per_step, s.lr, s.eval_n, s.predict_tasks) == (100, 8, 4, 5e-5, 200, 24)
+    assert (s.lora_r, s.lora_alpha) == (16, 32)
+    # the step's split is speed only (the seed's 4 x 8 accumulated; a step's gradient is the same sum): 8 x 4 here
+    assert (s.batch_per_device, s.micro_batch, s.grad_accum) == (0, 8, 4)
     assert s.profile == trainee.QWEN3 and s.profile.max_new_tokens == 128
     # evaluation tasks: 200 reserved ones among the 20 x 200 seeds from 100,000; training and prediction walk
     # at most 4 x their count of seeds past reserved questions; the census sizes the share (heldout.py)
@@ -25,7 +26,7 @@ def test_defaults_are_the_seeds_protocol():
     ({"trainee": "qwen3(group=1)"}, "group=1: must lie in 2..256"),
     ({"eval_n": 0}, "eval_n=0: must lie in 1..100000"),
     ({"batch_per_device": 3}, "batch_per_device=3 does not divide the 32 completions"),
-    ({"trainee": "qwen3(group=3)", "prompts_per_step": 3}, "does not divide the 9 completions"),
+    ({"trainee": "qwen3(group=3)", "prompts_per_step": 3, "batch_per_device": 2}, "does not divide the 9 completions"),
     ({"predict_seed": 1000}, "train seeds 0..1599 overlap predict seeds 1000..1095"),
     ({"train_seed": 99_990}, "train seeds 99990..101589 overlap eval seeds 100000..103999: move train_seed or eval_seed"),
     ({"predict_seed": 100_100}, "predict seeds 100100..100195 overlap eval seeds"),
@@ -268,3 +269,12 @@ def test_run_and_report_help_describe_the_commands_and_list_every_setting_with_i
         assert shown.get(name, f"{name}={value!r}") in flat, name
     text, heavy = help_of("proof", "report")
     assert heavy == [] and "Rebuild <out>/report.html from an output folder alone" in " ".join(text.split())
+
+
+@pytest.mark.parametrize("changes, micro", [({}, 8), ({"trainee": "qwen3(group=6)"}, 8), ({"trainee": "qwen3(group=5)"}, 5),
+                                            ({"trainee": "qwen3(group=3)", "prompts_per_step": 3}, 3),
+                                            ({"trainee": "qwen3(group=7)", "prompts_per_step": 1}, 7),
+                                            ({"batch_per_device": 16}, 16)])
+def test_batch_per_device_0_is_the_most_up_to_8_that_divides_a_step(changes, micro):
+    s = settings_.make(**changes)
+    assert s.micro_batch == micro and s.grad_accum * micro == s.prompts_per_step * s.group

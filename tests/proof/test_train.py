@@ -94,8 +94,8 @@ def test_a_rerun_resumes_from_the_evaluation_and_the_last_checkpoint(run):
     assert again.scoring["answers"] == result.scoring["answers"]
     # a rerun at another micro-batch that resumes at the last step trains nothing: it records none of its own
     files.result(s.out, result.slug).unlink()
-    other = train.run_family(s.replace(batch_per_device=2 * s.batch_per_device), s.families[0], log=lambda *_: None)
-    assert other.timings["resumed_at_step"] == s.steps and result.timings["batch_per_device"] == [s.batch_per_device]
+    other = train.run_family(s.replace(batch_per_device=2 * s.micro_batch), s.families[0], log=lambda *_: None)
+    assert other.timings["resumed_at_step"] == s.steps and result.timings["batch_per_device"] == [s.micro_batch]
     assert other.timings["batch_per_device"] == result.timings["batch_per_device"]
 
 
@@ -131,20 +131,20 @@ def fresh_folder(run, out: Path) -> settings_.Settings:
 
 
 def test_another_micro_batch_trains_the_same_family_on_the_same_commitment(run, tmp_path):
-    """batch_per_device is speed only: at 16 instead of 4 (2 accumulation steps instead of 8) the same commitment
+    """batch_per_device is speed only: at 16 instead of 8 (2 accumulation steps instead of 4) the same commitment
     trains, the samples and rewards are the same step by step, the evaluation after training the same task by task,
     and the result records the micro-batch it trained at."""
     s = fresh_folder(run, tmp_path / "run").replace(batch_per_device=16)
     again = train.run_family(s, s.families[0], log=lambda *_: None)
     reference = run[1]
-    assert again.timings["batch_per_device"] == [16] and reference.timings["batch_per_device"] == [4]
+    assert again.timings["batch_per_device"] == [16] and reference.timings["batch_per_device"] == [8]
     assert (again.before, again.after, again.improved, again.held) == (reference.before, reference.after,
                                                                        reference.improved, reference.held)
     rewards = lambda result: [(r["step"], r["reward"], r["reward_std"]) for r in result.reward_curve]  # noqa: E731
     assert rewards(again) == rewards(reference)
     assert [r["loss"] for r in again.reward_curve] == pytest.approx([r["loss"] for r in reference.reward_curve],
                                                                      rel=1e-4, abs=1e-6)
-    # the trained weights: 1.3e-6 apart at most here; a loss normalised per micro-batch (bnpo) left them 9e-3 apart
+    # the trained weights: 1.3e-6 apart at 16 against 4; a loss normalised per micro-batch (bnpo) left them 9e-3 apart
     # with the same rewards and answers, so the weights are what shows the split did not change the gradient
     from safetensors.torch import load_file
     ours, theirs = (load_file(files.adapter(out, again.slug) / "adapter_model.safetensors") for out in (s.out, run[0].out))
@@ -304,7 +304,10 @@ def test_grpo_config_is_the_seeds_in_fp32(tmp_path):
     s = settings_.make()
     cfg = train.grpo_config(s, str(tmp_path))
     assert (cfg.bf16, cfg.fp16, cfg.learning_rate, cfg.max_steps) == (False, False, 5e-5, 100)
-    assert (cfg.per_device_train_batch_size, cfg.gradient_accumulation_steps, cfg.num_generations) == (4, 8, 8)
+    # the seed's split is 4 x 8; the default's is 8 x 4: the same step (batch_per_device is speed only)
+    assert (cfg.per_device_train_batch_size, cfg.gradient_accumulation_steps, cfg.num_generations) == (8, 4, 8)
+    seeds = train.grpo_config(s.replace(batch_per_device=4), str(tmp_path))
+    assert (seeds.per_device_train_batch_size, seeds.gradient_accumulation_steps) == (4, 8)
     assert cfg.generation_batch_size == 32 and cfg.max_completion_length == s.profile.max_new_tokens == 128
     assert cfg.chat_template_kwargs == {"enable_thinking": False}
     assert cfg.tf32 is False  # unset, a compiled run on a TF32 GPU trains in TF32 (shortlist/models/precision.py)
@@ -397,7 +400,8 @@ def test_a_gpu_too_small_for_a_step_is_refused_in_one_line_before_any_model_load
     with pytest.raises(models.ModelError) as e:
         train.check(s, key, log=lambda *_: None)
     family = sources.parse(key).key
-    assert str(e.value).startswith(f"{family}: a GRPO step at batch_per_device={s.batch_per_device} and max_new_tokens=")
+    assert s.batch_per_device == 0  # auto: none fits, so the refusal is at 1 completion per forward/backward
+    assert str(e.value).startswith(f"{family}: a GRPO step at batch_per_device=1 and max_new_tokens=")
     assert "\n" not in str(e.value) and "0.0 GiB" not in str(e.value)  # the tiny's need in MiB, not a rounded 0
     monkeypatch.setattr(memory, "usable_bytes", lambda: 64 * memory.GIB)  # a GPU that holds it: no refusal
     assert train.check(s, key, log=lambda *_: None).family.key == family
@@ -411,7 +415,7 @@ def test_a_family_of_long_prompts_is_judged_at_its_longest_training_prompt(synth
     key = "chain_sum(max_terms=2, max_digits=1)"
     s = synthetic({key: {"before": [0.0] * 4, "after": [1.0] * 4}})
     files.result(s.out, sources.parse(key).slug).unlink()  # not trained yet
-    s = settings_.Settings(**{**s.__dict__, "cpu": False}) if s.cpu else s
+    s = s.replace(cpu=False, batch_per_device=8)  # set: auto would take fewer
     monkeypatch.setattr(train.commit, "tasks_verified", lambda *_: None)  # synthetic fingerprints are zeros
     monkeypatch.setattr(models, "check_device", lambda *_: None)  # as if on a GPU that holds the allowance exactly
     config = models.model_config(s.profile.model)
@@ -429,3 +433,31 @@ def test_a_family_of_long_prompts_is_judged_at_its_longest_training_prompt(synth
     trainee = s.profile.for_source(sources.parse(key).source)
     assert longest == len(sampling.prompt_ids(sampling.tokenizer_of(trainee.model), trainee, [made[-1]["question"]])[0])
     assert longest > 600 and "\n" not in str(e.value), str(e.value)
+
+
+def test_batch_per_device_0_takes_the_most_up_to_8_that_the_gpu_holds(synthetic, monkeypatch, no_model_loads):
+    """The default, batch_per_device=0: 8 completions per forward/backward where the GPU holds them (measured
+    faster, results the same: proof/settings.AUTO_MICRO_BATCH), fewer where it does not (a T4 under Qwen3-0.6B),
+    said in the log; the run's settings carry the number, which GRPO's configuration and the result then use."""
+    from shortlist.models import config as models, memory
+    key = "chain_sum(max_terms=2, max_digits=1)"
+    s = synthetic({key: {"before": [0.0] * 4, "after": [1.0] * 4}})
+    files.result(s.out, sources.parse(key).slug).unlink()  # not trained yet
+    s = s.replace(cpu=False)
+    assert s.batch_per_device == 0 and s.micro_batch == 8 and s.grad_accum == 4
+    monkeypatch.setattr(train.commit, "tasks_verified", lambda *_: None)  # synthetic fingerprints are zeros
+    monkeypatch.setattr(models, "check_device", lambda *_: None)
+    config = models.model_config(s.profile.model)
+    tokens = memory.PROMPT_TOKENS + s.profile.max_new_tokens
+    for holds, expected in ((8, 8), (7, 4), (4, 4), (3, 2)):  # a GPU that holds exactly `holds` completions
+        need = memory.need(config, holds, tokens, s.fast).total + int(memory.CONTEXT_GIB * memory.GIB)
+        monkeypatch.setattr(memory, "usable_bytes", lambda: need)
+        said = []
+        run = train.check(s, key, log=said.append)
+        assert (run.settings.batch_per_device, run.settings.grad_accum) == (expected, 32 // expected)
+        assert train.grpo_config(run.settings, str(run.work / "staging")).per_device_train_batch_size == expected
+        assert [line for line in said if "completions per forward/backward" in line] == [
+            f"{run.family.key}: {expected} completions per forward/backward (batch_per_device=0: the most up to 8 "
+            f"that this GPU's {memory.size(need)} holds)"]
+    monkeypatch.setattr(memory, "usable_bytes", lambda: None)  # a CPU: the ceiling, no memory asked
+    assert train.check(s, key, log=lambda *_: None).settings.batch_per_device == 0
