@@ -83,25 +83,32 @@ def check(config, batch: int, max_new_tokens: int, fast: bool, gpu_bytes: int, c
     with it), so a family of longer prompts is judged at its own length (a micro-batch pads to its longest),
     in the activations it keeps for backward; the logits are the completion's and keep the fitted allowance."""
     tokens, fitted = max(PROMPT_TOKENS, prompt_tokens) + max_new_tokens, PROMPT_TOKENS + max_new_tokens
-    have = gpu_bytes - CONTEXT_GIB * GIB
     found = need(config, batch, tokens, fast, logit_tokens=fitted)
-    if found.total <= have:
+    if found.total <= gpu_bytes - CONTEXT_GIB * GIB:
         return None
-    smaller = [b for b in range(batch - 1, 0, -1) if completions % b == 0
-               and need(config, b, tokens, fast, logit_tokens=fitted).total <= have]
-    instead = (f"batch_per_device={smaller[0]} (gradient accumulation covers the rest)" if smaller else
+    smaller = _fitting(config, batch - 1, max_new_tokens, fast, gpu_bytes, completions, prompt_tokens)
+    instead = (f"batch_per_device={smaller} (gradient accumulation covers the rest)" if smaller else
                "a smaller max_new_tokens or a GPU with more memory")
     prompts = f" (prompts of up to {prompt_tokens} tokens)" if prompt_tokens > PROMPT_TOKENS else ""
     return (f"a GRPO step at batch_per_device={batch} and max_new_tokens={max_new_tokens}{prompts} needs about {found.gib()}, "
             f"more than this GPU's {size(gpu_bytes)} less {CONTEXT_GIB} GiB for its context: set {instead}")
 
 
+def _fitting(config, most: int, max_new_tokens: int, fast: bool, gpu_bytes: int, completions: int,
+             prompt_tokens: int = 0) -> int | None:
+    """The most completions per forward/backward, at most `most` and dividing `completions`, that this GPU holds
+    by check()'s measure; None where none does."""
+    tokens, fitted = max(PROMPT_TOKENS, prompt_tokens) + max_new_tokens, PROMPT_TOKENS + max_new_tokens
+    have = gpu_bytes - CONTEXT_GIB * GIB
+    return next((b for b in range(min(most, completions), 0, -1) if completions % b == 0
+                 and need(config, b, tokens, fast, logit_tokens=fitted).total <= have), None)
+
+
 def most_that_fits(config, most: int, max_new_tokens: int, fast: bool, gpu_bytes: int, completions: int,
                    prompt_tokens: int = 0) -> int:
     """The most completions per forward/backward, at most `most` and dividing `completions`, that check() lets this
     GPU hold; 1 where none fits (check() then refuses that in its own line)."""
-    return next((b for b in range(min(most, completions), 0, -1) if completions % b == 0 and not check(
-        config, b, max_new_tokens, fast, gpu_bytes, completions, prompt_tokens)), 1)
+    return _fitting(config, most, max_new_tokens, fast, gpu_bytes, completions, prompt_tokens) or 1
 
 
 def usable_bytes() -> int | None:
