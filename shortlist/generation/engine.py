@@ -361,14 +361,17 @@ def _decode_static(model, ids: torch.Tensor, mask: torch.Tensor, config, eos: li
                    cache_position=torch.arange(width, device=ids.device), use_cache=True, logits_to_keep=1).logits
     token = pick(logits)
     unfinished = ~torch.isin(token, eos_ids)
-    tokens, position = [token], positions[:, -1:] + 1
+    # the slot each step writes, kept on the device and advanced there as generate() does: a tensor made
+    # from a Python number each step is a blocking host-to-device copy, which would make the host wait for
+    # the GPU every step and add the loop's own time to the GPU's instead of hiding it
+    tokens, position, slot = [token], positions[:, -1:] + 1, torch.arange(width, width + 1, device=ids.device)
     for step in range(1, steps):
         if step % look_every == 0 and not bool(unfinished.any()):
             break
         logits = forward(input_ids=token[:, None], attention_mask=attention, position_ids=position, cache=cache,
-                         cache_position=torch.tensor([width + step - 1], device=ids.device), use_cache=True).logits
+                         cache_position=slot, use_cache=True).logits
         token = torch.where(unfinished, pick(logits), pad)
         unfinished &= ~torch.isin(token, eos_ids)
         tokens.append(token)
-        position = position + 1
+        position, slot = position + 1, slot + 1
     return completion_ids(torch.cat([ids, torch.stack(tokens, dim=1)], dim=1), width, eos)

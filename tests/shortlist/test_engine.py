@@ -297,3 +297,35 @@ def test_the_pinned_transformers_is_the_verified_one():
 ])
 def test_degeneration_is_read_from_token_ids(ids, clipped, repetitive):
     assert sampling.degeneration(ids, 20, [2]) == (clipped, repetitive)
+
+
+class _MadeFromNumbers(torch.overrides.TorchFunctionMode):
+    """Counts torch.tensor() calls made by engine.py's own code: on a GPU each is a blocking copy to the device."""
+
+    def __init__(self):
+        super().__init__()
+        self.made = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        import sys
+        if func is torch.tensor and sys._getframe(1).f_code.co_filename == engine.__file__:
+            self.made += 1
+        return func(*args, **(kwargs or {}))
+
+
+def test_the_decode_loop_makes_no_tensor_from_a_python_number_per_step(tiny_model):
+    """A tensor made from Python numbers inside the loop makes the host wait for the GPU every step
+    (a blocking host-to-device copy), so the loop's own time adds to the GPU's instead of hiding behind it.
+    The count must not grow with the number of steps."""
+    loaded = tiny_model
+    made = {}
+    for new in (4, 12):
+        config = sampling.generation_config(loaded.model, loaded.tokenizer, SMOKE.replace(max_new_tokens=new),
+                                            greedy=True, fast=True)
+        rows = sampling.prompt_ids(loaded.tokenizer, SMOKE, QUESTIONS)
+        ids, mask = sampling.left_pad(rows, loaded.tokenizer.pad_token_id)
+        with _MadeFromNumbers() as counter:
+            out = engine.decode_static(loaded.model, ids, mask, config, eos=[])  # no end: every step is decoded
+        assert all(len(row) == new for row in out)
+        made[new] = counter.made
+    assert made[4] == made[12], made
