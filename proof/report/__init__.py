@@ -2,8 +2,9 @@
 
     load      an output folder read back, recomputed and analysed (load.py)
     sections  the report's sections, each a caption, a table and a figure, which 03 shows by key (sections.py)
-    prose     the banner, warnings, the one-sentence headline, its terms and statistics, family lines and the
-              sentences tables need (prose.py)
+    cautions  what could make the numbers wrong, above the headline: the banner and the warnings (cautions.py)
+    prose     the one-sentence headline, its terms and statistics, family lines and the sentences tables need
+              (prose.py)
     tables    every table (tables.py)
     figures   the figures themselves, matplotlib (figures.py)
     html      the notebook links and report.html (html.py)
@@ -12,8 +13,8 @@ its table from tables.py); a new figure is one function in figures.py and one en
 """
 from proof.report.html import notebook_links, render
 from proof.report.load import Report, load, status
-from proof.report.prose import (banner, confusion_text, family_line, headline, measured_here, rules_text, shown,
-                                statistics, terms, top, warnings)
+from proof.report.cautions import banner, measured_here, warnings
+from proof.report.prose import confusion_text, family_line, headline, rules_text, shown, statistics, terms, top
 from proof.report.sections import SECTIONS, Section, caption, section
 from proof.report.tables import (audit_table, confusion_table, correlations_table, equivalence_table, examples_table,
                                  family_summary, format_table, heldout_table, learning_table, outcome_row,

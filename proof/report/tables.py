@@ -10,7 +10,7 @@ import pandas as pd
 from proof import rules
 from proof.report import figures
 from proof.records import FamilyResult
-from proof.report import prose
+from proof.report import cautions, prose
 from proof.report.load import Report, status
 from proof.report.numbers import ACCURACY, COUNT, SECONDS, SHARE, arrow, ci, p_format, plain, tidy
 from shortlist import rule, screening
@@ -280,7 +280,7 @@ def correlations_table(report: Report):
 
 def scoring_table(report: Report):
     """How the reward itself behaved: the scorer's oddities per family, screening and training together."""
-    return _table([{"family": key, **{c.replace("_", "-"): v for c, v in prose.scoring_counts(report, key).items()}}
+    return _table([{"family": key, **{c.replace("_", "-"): v for c, v in cautions.scoring_counts(report, key).items()}}
                    for key in report.body["families"]], {})
 
 
