@@ -56,6 +56,9 @@ TIE_RELATIVE = 2 ** -12  # fp32 disagreement of two correct decoders, relative t
 MAX_TIED_SHARE = 0.25
 TIE_TOP = 4  # scores kept per row and step to judge a difference (the pair that flipped must be among them)
 STOP_CHECK_EVERY = 16  # decode steps between looks at whether every row has finished (each look syncs the GPU)
+# on a CPU a look costs nothing, and looking every step, as generate() does there, keeps the random stream
+# exactly generate()'s (tests compare seeded samples)
+LOOK_EVERY_ON_CPU = 1
 # Processors that read only the scores of the current step: a static loop can apply them as they are
 _STEP_ONLY = ("TemperatureLogitsWarper", "TopKLogitsWarper", "TopPLogitsWarper", "MinPLogitsWarper")
 
@@ -302,6 +305,26 @@ def _copy(config):
     return copy.deepcopy(config)
 
 
+def draw(probs: torch.Tensor) -> torch.Tensor:
+    """One token per row, as torch.multinomial(probs, 1) draws it, without its checks: the same algorithm
+    (argmax of probs / q, q ~ Exp(1): the Gumbel-max trick) on the same random stream, so the same tokens
+    (tests). multinomial checks its input with two .item() calls, each a wait for the GPU; the loop checks
+    refused() rows instead at its looks, where it waits anyway."""
+    return (probs / torch.empty_like(probs).exponential_(1)).argmax(dim=-1)
+
+
+def refused(probs: torch.Tensor) -> torch.Tensor:
+    """Rows torch.multinomial would refuse: an inf, a nan or a negative probability, or none above 0."""
+    return ~((probs.amax(dim=-1) < math.inf) & (probs.amin(dim=-1) >= 0)) | (probs.sum(dim=-1) == 0)
+
+
+def _valid(bad: bool) -> None:
+    """Raise what generate() would have raised (torch.multinomial's own refusal) where a sampled row was invalid."""
+    if bad:
+        raise RuntimeError("the fast engine's sampling: probability tensor contains either `inf`, `nan` or element < 0, "
+                           "or a row sums to 0 (torch.multinomial, and so generate(), refuses such scores)")
+
+
 def completion_ids(generated: torch.Tensor, prompt_width: int, eos: list[int]) -> list[list[int]]:
     """Each completion up to and including its first eos, as TRL masks them."""
     out = []
@@ -325,8 +348,8 @@ def _decode_static(model, ids: torch.Tensor, mask: torch.Tensor, config, eos: li
 
     On an H200 generate() spends ~6 ms a decode step around a compiled forward that needs far less
     (SmolLM2-135M, 32 rows). This loop does what generate()'s _sample does, op for op (the same
-    logits processors, built by generate()'s own _get_logits_processor; softmax and multinomial, or
-    argmax; finished rows fed the pad token), with inputs of one shape so the forward replays as a
+    logits processors, built by generate()'s own _get_logits_processor; softmax and multinomial's
+    draw (draw()), or argmax; finished rows fed the pad token), with inputs of one shape so the forward replays as a
     CUDA graph, and it checks for the end every STOP_CHECK_EVERY steps instead of every step.
     Returns None where it cannot stand in for generate(): a processor that reads earlier tokens
     (repetition penalty, minimum length...). With tops (a list), each step's top_scores of the
@@ -346,32 +369,39 @@ def _decode_static(model, ids: torch.Tensor, mask: torch.Tensor, config, eos: li
     pad = torch.tensor(used.pad_token_id, device=ids.device)
     eos_ids = torch.tensor(eos, device=ids.device)
 
+    invalid = torch.zeros(rows, dtype=torch.bool, device=ids.device)  # rows torch.multinomial would refuse
+
     def pick(logits: torch.Tensor) -> torch.Tensor:
         scores = processors(ids, logits[:, -1].to(copy=True, dtype=torch.float32))
         if tops is not None:
             tops.append(top_scores(scores))
         if used.do_sample:
-            return torch.multinomial(torch.nn.functional.softmax(scores, dim=-1), num_samples=1).squeeze(1)
+            probs = torch.nn.functional.softmax(scores, dim=-1)
+            invalid.logical_or_(refused(probs))
+            return draw(probs)
         return torch.argmax(scores, dim=-1)
 
-    # on a CPU a look costs nothing, and looking every step, as generate() does there, keeps the
-    # random stream exactly generate()'s (tests compare seeded samples)
-    look_every = 1 if ids.device.type == "cpu" else STOP_CHECK_EVERY
+    look_every = LOOK_EVERY_ON_CPU if ids.device.type == "cpu" else STOP_CHECK_EVERY
     logits = model(input_ids=ids, attention_mask=attention, position_ids=positions, cache=cache,
                    cache_position=torch.arange(width, device=ids.device), use_cache=True, logits_to_keep=1).logits
     token = pick(logits)
     unfinished = ~torch.isin(token, eos_ids)
-    # the slot each step writes, kept on the device and advanced there as generate() does: a tensor made
-    # from a Python number each step is a blocking host-to-device copy, which would make the host wait for
-    # the GPU every step and add the loop's own time to the GPU's instead of hiding it
+    # the slot each step writes, kept on the device and advanced there: a tensor made from a Python number each
+    # step is a blocking host-to-device copy, which would make the host wait for the GPU every step and add the
+    # loop's own time to the GPU's instead of hiding it (transformers 5.24's static cache finds its slot itself
+    # and ignores this one for Llama- and Qwen3-like models; a model that reads it gets the right one)
     tokens, position, slot = [token], positions[:, -1:] + 1, torch.arange(width, width + 1, device=ids.device)
     for step in range(1, steps):
-        if step % look_every == 0 and not bool(unfinished.any()):
-            break
+        if step % look_every == 0:  # one wait for the GPU: both flags at once
+            going, bad = torch.stack([unfinished.any(), invalid.any()]).tolist()
+            _valid(bad)
+            if not going:
+                break
         logits = forward(input_ids=token[:, None], attention_mask=attention, position_ids=position, cache=cache,
                          cache_position=slot, use_cache=True).logits
         token = torch.where(unfinished, pick(logits), pad)
         unfinished &= ~torch.isin(token, eos_ids)
         tokens.append(token)
         position, slot = position + 1, slot + 1
+    _valid(bool(invalid.any()))
     return completion_ids(torch.cat([ids, torch.stack(tokens, dim=1)], dim=1), width, eos)

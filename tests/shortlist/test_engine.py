@@ -328,4 +328,48 @@ def test_the_decode_loop_makes_no_tensor_from_a_python_number_per_step(tiny_mode
             out = engine.decode_static(loaded.model, ids, mask, config, eos=[])  # no end: every step is decoded
         assert all(len(row) == new for row in out)
         made[new] = counter.made
-    assert made[4] == made[12], made
+    assert made[4] == made[12] == 2, made  # the pad and eos ids, once a call
+
+
+def _waits(loaded, new: int, monkeypatch) -> int:
+    """How often one sampled decode of `new` steps read a number back from its tensors (aten::_local_scalar_dense,
+    behind .item() and bool(): on a GPU each is a wait for it), looks at the end left out."""
+    monkeypatch.setattr(engine, "LOOK_EVERY_ON_CPU", 10 ** 6)
+    config = sampling.generation_config(loaded.model, loaded.tokenizer, SMOKE.replace(max_new_tokens=new))
+    ids, mask = sampling.left_pad(sampling.prompt_ids(loaded.tokenizer, SMOKE, QUESTIONS), loaded.tokenizer.pad_token_id)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
+        out = engine.decode_static(loaded.model, ids, mask, config, eos=[])
+    assert config.do_sample and all(len(row) == new for row in out)
+    return sum(e.name == "aten::_local_scalar_dense" for e in profile.events())
+
+
+def test_the_sampled_decode_loop_does_not_wait_for_the_device_per_step(tiny_model, monkeypatch):
+    """torch.multinomial checks its input with two .item() calls; the loop draws as it does without them."""
+    assert _waits(tiny_model, 4, monkeypatch) == _waits(tiny_model, 12, monkeypatch) > 0  # the last look only
+
+
+def test_draw_is_multinomial_token_for_token_on_the_same_random_stream():
+    probs = torch.softmax(torch.randn(32, 500, generator=torch.Generator().manual_seed(0)) * 4, dim=-1)
+    torch.manual_seed(3)
+    theirs, after_theirs = torch.multinomial(probs, 1).squeeze(1), torch.rand(3)
+    torch.manual_seed(3)
+    ours, after_ours = engine.draw(probs), torch.rand(3)
+    assert torch.equal(ours, theirs) and torch.equal(after_ours, after_theirs)
+
+
+@pytest.mark.parametrize("poison", [float("nan"), float("-inf")])
+def test_scores_multinomial_would_refuse_raise_as_generate_would(tiny_model, poison):
+    """nan scores give nan probabilities, all -inf a row that sums to 0 (after softmax: nan too): generate()'s
+    multinomial raises; the loop must not sample garbage from them."""
+    config = sampling.generation_config(tiny_model.model, tiny_model.tokenizer, SMOKE.replace(max_new_tokens=6))
+    ids, mask = sampling.left_pad(sampling.prompt_ids(tiny_model.tokenizer, SMOKE, QUESTIONS),
+                                  tiny_model.tokenizer.pad_token_id)
+    hook = tiny_model.model.lm_head.register_forward_hook(lambda module, args, out: torch.full_like(out, poison))
+    try:
+        with pytest.raises(RuntimeError, match="probability tensor contains"):
+            engine.decode_static(tiny_model.model, ids, mask, config, eos=[])
+        with pytest.raises(RuntimeError, match="probability tensor contains"):
+            torch.multinomial(torch.softmax(torch.full((2, 5), poison), dim=-1), 1)  # what generate() meets
+    finally:
+        hook.remove()
+    assert not engine.refused(torch.softmax(torch.randn(4, 9), dim=-1)).any()
