@@ -313,19 +313,23 @@ class _MadeFromNumbers(torch.overrides.TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
+def _batch(loaded, new: int, greedy: bool):
+    """The smoke questions, left-padded, and a config of `new` tokens (sampled as GRPO does unless greedy)."""
+    config = sampling.generation_config(loaded.model, loaded.tokenizer, SMOKE.replace(max_new_tokens=new),
+                                        **({"greedy": True, "fast": True} if greedy else {}))
+    ids, mask = sampling.left_pad(sampling.prompt_ids(loaded.tokenizer, SMOKE, QUESTIONS), loaded.tokenizer.pad_token_id)
+    return ids, mask, config
+
+
 def test_the_decode_loop_makes_no_tensor_from_a_python_number_per_step(tiny_model):
     """A tensor made from Python numbers inside the loop makes the host wait for the GPU every step
     (a blocking host-to-device copy), so the loop's own time adds to the GPU's instead of hiding behind it.
     The count must not grow with the number of steps."""
-    loaded = tiny_model
     made = {}
     for new in (4, 12):
-        config = sampling.generation_config(loaded.model, loaded.tokenizer, SMOKE.replace(max_new_tokens=new),
-                                            greedy=True, fast=True)
-        rows = sampling.prompt_ids(loaded.tokenizer, SMOKE, QUESTIONS)
-        ids, mask = sampling.left_pad(rows, loaded.tokenizer.pad_token_id)
+        ids, mask, config = _batch(tiny_model, new, greedy=True)
         with _MadeFromNumbers() as counter:
-            out = engine.decode_static(loaded.model, ids, mask, config, eos=[])  # no end: every step is decoded
+            out = engine.decode_static(tiny_model.model, ids, mask, config, eos=[])  # no end: every step is decoded
         assert all(len(row) == new for row in out)
         made[new] = counter.made
     assert made[4] == made[12] == 2, made  # the pad and eos ids, once a call
@@ -335,8 +339,7 @@ def _waits(loaded, new: int, monkeypatch) -> int:
     """How often one sampled decode of `new` steps read a number back from its tensors (aten::_local_scalar_dense,
     behind .item() and bool(): on a GPU each is a wait for it), looks at the end left out."""
     monkeypatch.setattr(engine, "LOOK_EVERY_ON_CPU", 10 ** 6)
-    config = sampling.generation_config(loaded.model, loaded.tokenizer, SMOKE.replace(max_new_tokens=new))
-    ids, mask = sampling.left_pad(sampling.prompt_ids(loaded.tokenizer, SMOKE, QUESTIONS), loaded.tokenizer.pad_token_id)
+    ids, mask, config = _batch(loaded, new, greedy=False)
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
         out = engine.decode_static(loaded.model, ids, mask, config, eos=[])
     assert config.do_sample and all(len(row) == new for row in out)
@@ -361,9 +364,7 @@ def test_draw_is_multinomial_token_for_token_on_the_same_random_stream():
 def test_scores_multinomial_would_refuse_raise_as_generate_would(tiny_model, poison):
     """nan scores give nan probabilities, all -inf a row that sums to 0 (after softmax: nan too): generate()'s
     multinomial raises; the loop must not sample garbage from them."""
-    config = sampling.generation_config(tiny_model.model, tiny_model.tokenizer, SMOKE.replace(max_new_tokens=6))
-    ids, mask = sampling.left_pad(sampling.prompt_ids(tiny_model.tokenizer, SMOKE, QUESTIONS),
-                                  tiny_model.tokenizer.pad_token_id)
+    ids, mask, config = _batch(tiny_model, 6, greedy=False)
     hook = tiny_model.model.lm_head.register_forward_hook(lambda module, args, out: torch.full_like(out, poison))
     try:
         with pytest.raises(RuntimeError, match="probability tensor contains"):
