@@ -9,6 +9,8 @@ temperature, up to TOKENS new tokens, the static cache, the decode step compiled
 one warm call; per decode step in ms. Then both sides decode the same batch greedily and the token ids are
 compared (equal rows, and where they first differ) -- the engine's self-check ran inside each side's first call
 too, against generate() on "sdpa", and its record is kept. --profile: where a side's call spends the GPU's time.
+Also: how often one sampled call reads a number back from the device (reads_back_per_call: each a wait for the
+GPU), and whether engine.draw equals torch.multinomial token for token on this device.
 """
 from __future__ import annotations
 
@@ -66,6 +68,10 @@ def side(name: str, loaded, rows, trainee, repeats: int, profile: bool = False) 
                 sampling.generate_ids(loaded.model, rows, sampled, len(rows), pad, eos)
                 sync()
             kernels = prof.key_averages().table(sort_by="cuda_time_total", row_limit=14, max_name_column_width=70)
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as counted:
+            sampling.generate_ids(loaded.model, rows, sampled, len(rows), pad, eos)
+            sync()
+        reads_back = sum(e.name == "aten::_local_scalar_dense" for e in counted.events())
         greedy = sampling.generation_config(loaded.model, loaded.tokenizer, trainee, greedy=True, fast=True,
                                             max_cache_len=length)
         tokens = sampling.generate_ids(loaded.model, rows, greedy, len(rows), pad, eos)
@@ -75,10 +81,20 @@ def side(name: str, loaded, rows, trainee, repeats: int, profile: bool = False) 
     call = statistics.median(times)
     return {"first_call_s": round(first, 3), "call_s": [round(t, 4) for t in times], "median_call_s": round(call, 4),
             "decode_steps": steps, "ms_per_decode_step": round(1e3 * call / statistics.median(steps), 3),
-            "engine": status["engine"], "why": status["why"],
+            "reads_back_per_call": reads_back, "engine": status["engine"], "why": status["why"],
             "checks": [{k: c[k] for k in ("rows", "identical_rows", "tied_rows", "differing_rows", "max_drift",
                                           "passed", "seconds")} for c in status["checks"]],
             "greedy": tokens, **({"kernels": kernels} if kernels else {})}
+
+
+def draw_is_multinomial(device: str) -> bool:
+    """engine.draw against torch.multinomial on this device: the same tokens and the same random state after."""
+    probs = torch.softmax(4 * torch.randn(64, 151936, generator=torch.Generator().manual_seed(0)), -1).to(device)
+    torch.manual_seed(7)
+    theirs, after_theirs = torch.multinomial(probs, 1).squeeze(1), torch.rand(4, device=device)
+    torch.manual_seed(7)
+    ours, after_ours = engine.draw(probs), torch.rand(4, device=device)
+    return bool(torch.equal(ours, theirs) and torch.equal(after_ours, after_theirs))
 
 
 def main() -> None:
@@ -106,7 +122,9 @@ def main() -> None:
               **provenance.stamp(), "model": args.model, "rows": len(rows),
               "max_new_tokens": args.tokens, "config": {k: getattr(loaded.model.config, k, None) for k in (
                   "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "hidden_size")},
-              "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu", "sides": {}}
+              "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
+              "draw_equals_multinomial": draw_is_multinomial("cuda" if torch.cuda.is_available() else "cpu"),
+              "sides": {}}
     for name in ("sdpa", "decode_attention"):
         result["sides"][name] = side(name, loaded, rows, trainee, args.repeats, args.profile)
         print(name, {k: v for k, v in result["sides"][name].items() if k not in ("greedy", "kernels")}, flush=True)
