@@ -22,7 +22,9 @@ cache gave equal evaluations before training and 3 of 8 different ones after (no
 order under sharing; bench/device.sh modes measures a mode twice on one cache). --warm
 starts every later mode on a copy of the first mode's compile cache (what a long run's later waves
 find); modes may carry a -tag to measure one twice (8mps,8mps-again), and --mode-set gives one mode a speed setting
-of its own (8mps,8mps-b16 --mode-set 8mps-b16:batch_per_device=16: the same commitment at another micro-batch). --catalog N also times
+of its own (8mps,8mps-b16 --mode-set 8mps-b16:batch_per_device=16: the same commitment at another micro-batch).
+Each mode keeps its families' evaluations as fingerprints (per_family: means and the scores' SHA-256), so --against
+FILE[:MODE] compares a run with an earlier committed one (the same commitment at another commit). --catalog N also times
 `shortlist screen --all --grid --per-gpu N` (catalog_wall_s: the catalog's own wall_s, and how many
 families it screened, failed and did not reach), into --catalog-out (a folder of its own: a proof's catalog,
 then, is this measurement too) under --catalog-budget minutes; --modes "" times the catalog alone.
@@ -30,6 +32,7 @@ then, is this measurement too) under --catalog-budget minutes; --modes "" times 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -132,6 +135,60 @@ def phases(done) -> dict:
                          for k in ("hit", "miss")}}
 
 
+def fingerprint(scores: list) -> str:
+    """A task-by-task score list as one SHA-256: equal lists, equal hashes (JSON's float repr is exact)."""
+    return hashlib.sha256(json.dumps(scores).encode()).hexdigest()
+
+
+def per_family(done: dict[str, dict]) -> dict[str, dict]:
+    """Each family's evaluations before and after training (the mean to 4 decimals and the task-by-task scores'
+    fingerprint) and its own phases: what a later run is compared with (--against) when this run's folders are gone."""
+    out = {}
+    for stem, r in done.items():
+        t = r.get("timings", {})
+        out[r.get("family", stem)] = {
+            **{f"{when}_mean": round(float(np.mean(r[when]["scores"])), 4) if r[when]["scores"] else None
+               for when in ("before", "after")},
+            **{f"{when}_sha256": fingerprint(r[when]["scores"]) for when in ("before", "after")},
+            **{k: t.get(k) for k in ("eval_before_s", "first_step_s", "median_step_s", "train_s", "eval_after_s")},
+            "compile": t.get("compile"),
+            "engine": {k: (v or {}).get("engine") for k, v in (r.get("engine") or {}).items()}}
+    return out
+
+
+def earlier(given: str | None, modes: list[str]) -> tuple[Path, dict[str, dict]] | None:
+    """--against FILE[:MODE]: an earlier run's JSON (a committed bench/results file) and, per mode of this run, the
+    per-family record it is compared with: MODE's, or where none is named the mode of the same name. Read before
+    anything runs: a file or mode that is not there is one line, not a run measured against nothing."""
+    if not given:
+        return None
+    path, _, named = given.partition(":")
+    try:
+        found = output.read_json(Path(path)).get("modes", {})
+    except (OSError, ValueError, AttributeError) as e:
+        raise SystemExit(f"--against: cannot read {path} ({e})") from None
+    picked = {m: named or m for m in modes}
+    missing = sorted({m for m in picked.values() if not found.get(m, {}).get("per_family")})
+    if missing:
+        raise SystemExit(f"--against: {path} has no per-family results for mode {', '.join(missing)} "
+                         f"(it has: {', '.join(m for m, r in found.items() if r.get('per_family')) or 'none'})")
+    return Path(path), {m: dict(found[picked[m]]["per_family"], _mode=picked[m]) for m in modes}
+
+
+def against(mine: dict[str, dict], theirs: dict[str, dict], path: Path) -> dict:
+    """This mode's families against an earlier run's: task by task where both kept the scores' fingerprints,
+    else by the 4-decimal means (an older file), which is said, since equal means are not equal scores."""
+    ref = {k: v for k, v in theirs.items() if k != "_mode"}
+    common = sorted(set(mine) & set(ref))
+    by_scores = all("before_sha256" in ref[k] for k in common)
+    keys = ("before_sha256", "after_sha256") if by_scores else ("before_mean", "after_mean")
+    differ = [k for k in common if any(mine[k][x] != ref[k][x] for x in keys)]
+    return {"file": path.name, "mode": theirs["_mode"], "compared": len(common),
+            "by": "task-by-task scores" if by_scores else "means to 4 decimals (the earlier file kept no scores)",
+            "equal": bool(common) and not differ, "differing": differ,
+            "missing": sorted(set(ref) - set(mine))}
+
+
 def measure(folder: Path, base: dict[str, dict] | None, wall_s: float | None = None) -> dict:
     """A mode's families: their rate over their own span (first start to last end) and, given the proof run's
     wall time, over the whole run (01's predictions and 03's report included: what a user waits for)."""
@@ -145,7 +202,7 @@ def measure(folder: Path, base: dict[str, dict] | None, wall_s: float | None = N
            "families_per_hour": round(len(done) * 3600 / span, 1) if span > 0 else None,
            "run_families_per_hour": round(len(done) * 3600 / wall_s, 1) if wall_s else None,
            "median_step_s": round(statistics.median(r["timings"]["median_step_s"] for r in done.values()), 3),
-           "phases_median_s": phases(done.values())}
+           "phases_median_s": phases(done.values()), "per_family": per_family(done)}
     if base is not None:
         common = sorted(set(done) & set(base))
         differ = [k for k in common if (done[k]["before"]["scores"], done[k]["after"]["scores"]) !=
@@ -222,11 +279,15 @@ def main() -> int:
     ap.add_argument("--mode-set", action="append", default=[], metavar="MODE:NAME=VALUE",
                     help="a speed setting for one mode (8mps-b16:batch_per_device=16): the modes share one "
                          "commitment, so a protocol setting is refused by the run")
+    ap.add_argument("--against", metavar="FILE[:MODE]",
+                    help="an earlier run's JSON: each mode's families compared with its MODE's (default: the mode of "
+                         "the same name), task by task where it kept fingerprints (a run's results at another commit)")
     a = ap.parse_args()
     modes = [m for m in a.modes.split(",") if m]
     for mode in modes:
         mode_flags(mode)
     own = mode_settings(a.mode_set, modes)
+    prior = earlier(a.against, modes)
     if modes and not a.families:
         raise SystemExit("--families: needed to train at --modes (or --modes '' to time the catalog alone)")
     a.out.mkdir(parents=True, exist_ok=True)  # the catalog's log goes here even when no mode trains
@@ -255,6 +316,8 @@ def main() -> int:
         base = results(first) if mode != modes[0] else None
         report["modes"][mode] = {"rc": rc, "wall_s": wall, "settings": a.set + own.get(mode, []), **gpu,
                                  **measure(folder, base, wall)}
+        if prior and report["modes"][mode].get("per_family"):
+            report["modes"][mode]["against"] = against(report["modes"][mode]["per_family"], prior[1][mode], prior[0])
         if rc != 0:
             print(f"{mode}: proof run exited {rc}; see {a.out / (mode + '.log')}", file=sys.stderr)
         output.write_json(a.json, report)
@@ -264,8 +327,10 @@ def main() -> int:
     report["families_per_hour"] = {m: r.get("families_per_hour") for m, r in report["modes"].items()}
     report["results_equal"] = {m: r.get("results_equal", (r.get("families", 0) > 0) if m == (modes[0] if modes else None) else None)
                                for m, r in report["modes"].items()}
+    if prior:
+        report["equal_to_earlier"] = {m: r["against"]["equal"] for m, r in report["modes"].items() if "against" in r}
     output.write_json(a.json, report)
-    print(json.dumps({k: report[k] for k in ("families_per_hour", "results_equal")}))
+    print(json.dumps({k: report[k] for k in ("families_per_hour", "results_equal", "equal_to_earlier") if k in report}))
     return 0
 
 

@@ -140,3 +140,64 @@ def test_a_mode_set_reaches_its_own_mode_only_and_is_recorded(tmp_path, monkeypa
 def test_a_mode_set_for_no_mode_is_refused(given):
     with pytest.raises(SystemExit, match="--mode-set: .* is not MODE:NAME=VALUE for one of --modes"):
         throughput.mode_settings([given], ["8mps", "8mps-b16"])
+
+
+def test_each_family_is_kept_as_a_fingerprint_that_tells_one_task_apart(tmp_path):
+    family(tmp_path / "a", "f0", [1, 0] * 100, [1, 1, 0, 0] * 50)
+    family(tmp_path / "b", "f0", [1, 0] * 100, [1, 0, 1, 0] + [1, 1, 0, 0] * 49)  # the same mean, 2 tasks swapped
+    a, b = (throughput.measure(tmp_path / n, None)["per_family"]["f0"] for n in "ab")
+    assert a["before_mean"] == b["before_mean"] == 0.5 and a["after_mean"] == b["after_mean"] == 0.5
+    assert a["before_sha256"] == b["before_sha256"] and a["after_sha256"] != b["after_sha256"]
+    assert a["median_step_s"] == 1.0 and a["eval_before_s"] == 2.0
+
+
+def _against(tmp_path, monkeypatch, earlier: dict, after0: list, extra: list = ()) -> dict:
+    """A run of mode 8mps whose families f0..f2 are written as given, measured --against an earlier JSON."""
+    def fake_run(cmd, log):
+        folder = Path(cmd[cmd.index("--out") + 1])
+        for i in range(3):
+            family(folder, f"f{i}", [1, 0] * 100, after0 if i == 0 else [1] * 200)
+        return 0, 1.0, {}
+    monkeypatch.setattr(throughput, "run", fake_run)
+    output.write_json(tmp_path / "earlier.json", earlier)
+    out = tmp_path / "out"
+    monkeypatch.setattr(sys, "argv", ["throughput.py", "--model", "m", "--families", "chain_sum", "--out", str(out),
+                                      "--json", str(out / "t.json"), "--modes", "8mps",
+                                      "--against", str(tmp_path / "earlier.json"), *extra])
+    assert throughput.main() == 0
+    return output.read_json(out / "t.json")
+
+
+def test_against_an_earlier_run_compares_task_by_task_and_names_a_family_that_moved(tmp_path, monkeypatch):
+    scores = {f"f{i}": [1] * 200 for i in range(3)} | {"f0": [1, 0] * 100}
+    earlier = {"modes": {"8mps": {"per_family": {k: {"before_sha256": throughput.fingerprint([1, 0] * 100),
+                                                     "after_sha256": throughput.fingerprint(v)}
+                                                 for k, v in scores.items()}}}}
+    same = _against(tmp_path / "same", monkeypatch, earlier, [1, 0] * 100)
+    assert same["modes"]["8mps"]["against"]["equal"] is True and same["equal_to_earlier"] == {"8mps": True}
+    assert same["modes"]["8mps"]["against"]["by"] == "task-by-task scores"
+    moved = _against(tmp_path / "moved", monkeypatch, earlier, [0, 1] * 100)  # the same mean, every task the other way
+    assert moved["modes"]["8mps"]["against"]["equal"] is False and moved["modes"]["8mps"]["against"]["differing"] == ["f0"]
+
+
+def test_against_an_older_file_with_means_only_says_it_compared_means(tmp_path, monkeypatch):
+    earlier = {"modes": {"8mps-b8": {"per_family": {f"f{i}": {"before_mean": 0.5, "after_mean": 0.5 if i == 0 else 1.0}
+                                                    for i in range(3)} | {"gone": {"before_mean": 0, "after_mean": 0}}}}}
+    got = _against(tmp_path, monkeypatch, earlier, [0, 1] * 100, ["--against", str(tmp_path / "earlier.json") + ":8mps-b8"])
+    told = got["modes"]["8mps"]["against"]
+    assert told["equal"] is True and told["by"].startswith("means") and told["mode"] == "8mps-b8"
+    assert told["compared"] == 3 and told["missing"] == ["gone"]
+
+
+@pytest.mark.parametrize("earlier, named", [(None, ""), ({"modes": {"8": {"per_family": {"f0": {}}}}}, ""),
+                                            ({"modes": {"8mps": {"families": 0}}}, "")])
+def test_against_nothing_comparable_is_refused_before_anything_runs(tmp_path, monkeypatch, earlier, named):
+    monkeypatch.setattr(throughput, "run", lambda cmd, log: pytest.fail("ran"))
+    if earlier is not None:
+        output.write_json(tmp_path / "earlier.json", earlier)
+    monkeypatch.setattr(sys, "argv", ["throughput.py", "--model", "m", "--families", "chain_sum", "--out",
+                                      str(tmp_path / "out"), "--json", str(tmp_path / "t.json"), "--modes", "8mps",
+                                      "--against", str(tmp_path / "earlier.json") + named])
+    with pytest.raises(SystemExit, match="--against"):
+        throughput.main()
+    assert not (tmp_path / "t.json").exists()
