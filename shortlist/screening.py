@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from shortlist import audit as audit_
 from shortlist import defaults, rule, sources
-from shortlist.scoring import ScoreCounts, Scorer
+from shortlist.scoring import RETRIES, ScoreCounts, Scorer
 from shortlist.rule import prediction
 from shortlist.trainee import Trainee
 
@@ -136,7 +136,9 @@ def screen_tasks(sampler: Sampler, scorer: Scorer, family, rows: list[dict], see
     samples = sampler.sample([r["question"] for r in rows], k=k, trainee=trainee)
     answers = [trainee.clean(c) for c in samples.flat("texts")]
     before = vars(scorer.counts.get(family.key, ScoreCounts())).copy()
-    scores = scorer.score(family, [r["seed"] for r in rows for _ in range(k)], answers)
+    # retries: the screen's numbers are the committed verdict's, so a loaded machine's timeouts must not move them
+    # (GRPO's own rewards are the ones that keep 0: training, not a number read back)
+    scores = scorer.score(family, [r["seed"] for r in rows for _ in range(k)], answers, retries=RETRIES)
     result_scoring = {name: value - before.get(name, 0) for name, value in vars(scorer.counts[family.key]).items()}
     groups = [scores[i * k:(i + 1) * k] for i in range(tasks)]
     n = len(answers)

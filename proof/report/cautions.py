@@ -87,10 +87,11 @@ def warnings(report: Report) -> list[str]:
             by_family.setdefault(key, []).append(
                 f"{counts['timeouts']} of {counts['answers']} answers ({counts['timeouts'] / counts['answers']:.1%}) "
                 f"passed the scoring deadline of {report.settings['score_deadline_s']} s and scored 0")
-        retried = _retried(report, key)
+        retried = [f"{n} {where}" for n, where in ((report.prediction(key).get("scoring", {}).get("retried", 0),
+                                                    "screening"), (_retried(report, key), "evaluation")) if n]
         if retried:
-            by_family.setdefault(key, []).append(
-                f"{retried} evaluation answers passed the scoring deadline and were scored again (a loaded machine)")
+            by_family.setdefault(key, []).append(f"{' and '.join(retried)} answers passed the scoring deadline and "
+                                                 f"were scored again (a loaded machine)")
     out += [f"{key}: " + "; ".join(parts) + "." for key, parts in by_family.items()]
     for key, result in report.results.items():
         if isinstance(result, Corrupt):

@@ -194,6 +194,23 @@ def test_evaluation_answers_scored_again_after_their_deadline_are_named(syntheti
                     "machine)."]
 
 
+def test_screening_answers_scored_again_are_named_beside_the_evaluations(synthetic):
+    """The screen's answers are scored with retries too (its numbers are the committed verdict's): a loaded
+    machine's retries there are said, with the evaluations' where both."""
+    s = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP,
+                                 "screen": {"scoring": {"answers": 192, "retried": 5}}},
+                   "leg_counting": {"prediction": "improves", "before": HELD_UP, "after": UP}})
+    said = [w for w in report.warnings(report.load(s.out)) if "scored again" in w]
+    assert said == ["chain_sum: 5 screening answers passed the scoring deadline and were scored again (a loaded "
+                    "machine)."]
+    path = files.result(s.out, "chain_sum")
+    files.write_json(path, files.read_json(path) | {"scoring": {"answers": 400, "retried": 3}})
+    seal.write(commit.committed(s.out, commit.READABLE)[1], s.out, "chain_sum")
+    said = [w for w in report.warnings(report.load(s.out)) if "scored again" in w]
+    assert said == ["chain_sum: 5 screening and 3 evaluation answers passed the scoring deadline and were scored "
+                    "again (a loaded machine)."]
+
+
 def test_a_corrupt_result_is_shown_as_corrupt(synthetic):
     s = synthetic({"chain_sum": {"prediction": "improves", "before": HELD_UP, "after": UP}})
     path = files.result(s.out, "chain_sum")

@@ -313,3 +313,28 @@ def test_evaluations_and_the_policies_do_not_depend_on_a_loaded_machines_timeout
     assert audit.audit(idle, asked, family, tasks) == audit.audit(loaded, asked, family, tasks)
     measured = audit.audit(idle, asked, family, tasks)
     assert measured.ceiling == 1.0 and measured.guess.answer == '"1"' and measured.guess.accuracy == 0.5
+
+
+def test_a_screen_does_not_depend_on_a_loaded_machines_timeouts():
+    """A screen's numbers are the committed verdict's: a machine that times every answer out once gives the screen
+    an idle one gives (GRPO's rewards alone keep a timeout's 0)."""
+    from shortlist import screening
+    from shortlist.generation.sampling import Samples
+    family = sources.parse("chain_sum(max_terms=2, max_digits=1)")
+    tasks = family.tasks(range(10, 22))
+    golds = {t["seed"]: str(t["answer"]) for t in tasks}
+    asked = trainee.SMOLLM2.replace(group=4)
+
+    class Replies:  # each task: its gold twice, a wrong number twice (pass@1 0.5, every group mixed)
+        trainee = asked
+
+        def sample(self, questions, k=1, greedy=False, trainee=None):
+            texts = [[f"Answer: {golds[t['seed']]}"] * 2 + ["Answer: 99999"] * 2 for t in tasks]
+            flags = [[False] * k for _ in questions]
+            return Samples(texts, flags, flags)
+    truth = lambda fam, seed, answer: float(golds[seed] == answer)  # noqa: E731
+    idle = _layered(lambda f, jobs: [[i, "score", truth(f, s_, a), False] for i, s_, a in jobs])
+    loaded = _layered(_Flaky(truth))
+    a, b = (screening.screen_tasks(Replies(), s, family, tasks) for s in (idle, loaded))
+    assert a.pass1 == b.pass1 == 0.5 and a.signal_correct == b.signal_correct == 1.0 and a.verdict == b.verdict
+    assert b.scoring["retried"] == 48 and b.scoring["timeouts"] == 0 and a.scoring["retried"] == 0
