@@ -379,7 +379,7 @@ EOP
        started finished modes.json cells.json ./*.log ./*/families ./*/predictions.json \
        ./*/notebooks/03_report.ipynb 2>/dev/null)  # 03: the seconds its checks took per family (report: checking)
     tar -czf "$OUT/logs.tgz" -C /root logs
-    cat /root/md/modes.json 2>/dev/null | python3 -c "import json, sys; d = json.load(sys.stdin); print(json.dumps({m: {k: v for k, v in r.items() if k not in ('phases_median_s', 'equivalence')} for m, r in d['modes'].items()}, indent=1))"
+    cat /root/md/modes.json 2>/dev/null | python3 -c "import json, sys; d = json.load(sys.stdin); print(json.dumps({m: {k: v for k, v in r.items() if k not in ('phases_median_s', 'equivalence', 'per_family')} for m, r in d['modes'].items()}, indent=1))"
     tail -n 3 /root/logs/modes.log ;;
   grouped)
     install

@@ -23,7 +23,7 @@ order under sharing; bench/device.sh modes measures a mode twice on one cache). 
 starts every later mode on a copy of the first mode's compile cache (what a long run's later waves
 find); modes may carry a -tag to measure one twice (8mps,8mps-again), and --mode-set gives one mode a speed setting
 of its own (8mps,8mps-b16 --mode-set 8mps-b16:batch_per_device=16: the same commitment at another micro-batch).
-Each mode keeps its families' evaluations as fingerprints (per_family: means and the scores' SHA-256), so --against
+Each mode keeps its families' evaluations (per_family: means, scores and their SHA-256), so --against
 FILE[:MODE] compares a run with an earlier committed one (the same commitment at another commit). --catalog N also times
 `shortlist screen --all --grid --per-gpu N` (catalog_wall_s: the catalog's own wall_s, and how many
 families it screened, failed and did not reach), into --catalog-out (a folder of its own: a proof's catalog,
@@ -135,14 +135,19 @@ def phases(done) -> dict:
                          for k in ("hit", "miss")}}
 
 
+SCORED = ("before_sha256", "after_sha256")
+MEANS = ("before_mean", "after_mean")
+
+
 def fingerprint(scores: list) -> str:
-    """A task-by-task score list as one SHA-256: equal lists, equal hashes (JSON's float repr is exact)."""
-    return hashlib.sha256(json.dumps(scores).encode()).hexdigest()
+    """A task-by-task score list as one SHA-256: equal scores, equal hashes, whether written 1 or 1.0."""
+    return hashlib.sha256(json.dumps([float(x) for x in scores]).encode()).hexdigest()
 
 
 def per_family(done: dict[str, dict]) -> dict[str, dict]:
-    """Each family's evaluations before and after training (the mean to 4 decimals and the task-by-task scores'
-    fingerprint) and its own phases: what a later run is compared with (--against) when this run's folders are gone."""
+    """Each family's evaluations before and after training (the mean to 4 decimals, the task-by-task scores and
+    their fingerprint) and its own phases: what a later run is compared with (--against) when this run's folders
+    are gone."""
     out = {}
     for stem, r in done.items():
         t = r.get("timings", {})
@@ -150,6 +155,7 @@ def per_family(done: dict[str, dict]) -> dict[str, dict]:
             **{f"{when}_mean": round(float(np.mean(r[when]["scores"])), 4) if r[when]["scores"] else None
                for when in ("before", "after")},
             **{f"{when}_sha256": fingerprint(r[when]["scores"]) for when in ("before", "after")},
+            **{f"{when}_scores": [float(x) for x in r[when]["scores"]] for when in ("before", "after")},
             **{k: t.get(k) for k in ("eval_before_s", "first_step_s", "median_step_s", "train_s", "eval_after_s")},
             "compile": t.get("compile"),
             "engine": {k: (v or {}).get("engine") for k, v in (r.get("engine") or {}).items()}}
@@ -176,17 +182,24 @@ def earlier(given: str | None, modes: list[str]) -> tuple[Path, dict[str, dict]]
 
 
 def against(mine: dict[str, dict], theirs: dict[str, dict], path: Path) -> dict:
-    """This mode's families against an earlier run's: task by task where both kept the scores' fingerprints,
-    else by the 4-decimal means (an older file), which is said, since equal means are not equal scores."""
+    """This mode's families against an earlier run's, family by family: task by task where both kept the scores'
+    fingerprints, else by the 4-decimal means (an older file), and how many each way, since equal means are not
+    equal scores. Equal only where the same families finished on both sides and none differs. Where some differ
+    and both kept the scores, whether the results after training are equivalent (equivalence(): float order, a
+    micro-batch of another size)."""
     ref = {k: v for k, v in theirs.items() if k != "_mode"}
     common = sorted(set(mine) & set(ref))
-    by_scores = all("before_sha256" in ref[k] for k in common)
-    keys = ("before_sha256", "after_sha256") if by_scores else ("before_mean", "after_mean")
-    differ = [k for k in common if any(mine[k][x] != ref[k][x] for x in keys)]
-    return {"file": path.name, "mode": theirs["_mode"], "compared": len(common),
-            "by": "task-by-task scores" if by_scores else "means to 4 decimals (the earlier file kept no scores)",
-            "equal": bool(common) and not differ, "differing": differ,
-            "missing": sorted(set(ref) - set(mine))}
+    scored = {k for k in common if all(x in mine[k] and x in ref[k] for x in SCORED)}
+    differ = [k for k in common if any(mine[k].get(x) != ref[k].get(x) for x in (SCORED if k in scored else MEANS))]
+    missing, new = sorted(set(ref) - set(mine)), sorted(set(mine) - set(ref))
+    out = {"file": path.name, "mode": theirs["_mode"], "compared": len(common), "by_scores": len(scored),
+           "by_means": len(common) - len(scored), "equal": bool(common) and not (differ or missing or new),
+           "differing": differ, "missing": missing, "new": new}
+    kept = [k for k in common if "after_scores" in mine[k] and "after_scores" in ref[k]]
+    if differ and kept:
+        out["equivalence"] = equivalence({k: {"after": {"scores": mine[k]["after_scores"]}} for k in kept},
+                                         {k: {"after": {"scores": ref[k]["after_scores"]}} for k in kept})
+    return out
 
 
 def measure(folder: Path, base: dict[str, dict] | None, wall_s: float | None = None) -> dict:
@@ -316,19 +329,21 @@ def main() -> int:
         base = results(first) if mode != modes[0] else None
         report["modes"][mode] = {"rc": rc, "wall_s": wall, "settings": a.set + own.get(mode, []), **gpu,
                                  **measure(folder, base, wall)}
-        if prior and report["modes"][mode].get("per_family"):
-            report["modes"][mode]["against"] = against(report["modes"][mode]["per_family"], prior[1][mode], prior[0])
+        if prior:  # a mode that finished nothing is compared too: nothing equals what the earlier run finished
+            report["modes"][mode]["against"] = against(report["modes"][mode].get("per_family", {}), prior[1][mode],
+                                                       prior[0])
         if rc != 0:
             print(f"{mode}: proof run exited {rc}; see {a.out / (mode + '.log')}", file=sys.stderr)
         output.write_json(a.json, report)
-        print(mode, json.dumps(report["modes"][mode]), flush=True)
+        print(mode, json.dumps({k: v for k, v in report["modes"][mode].items() if k != "per_family"}), flush=True)
     if a.catalog:
         time_catalog(a, report)
     report["families_per_hour"] = {m: r.get("families_per_hour") for m, r in report["modes"].items()}
     report["results_equal"] = {m: r.get("results_equal", (r.get("families", 0) > 0) if m == (modes[0] if modes else None) else None)
                                for m, r in report["modes"].items()}
+    report.pop("equal_to_earlier", None)  # a reused --json's, from another --against
     if prior:
-        report["equal_to_earlier"] = {m: r["against"]["equal"] for m, r in report["modes"].items() if "against" in r}
+        report["equal_to_earlier"] = {m: report["modes"][m]["against"]["equal"] for m in modes}
     output.write_json(a.json, report)
     print(json.dumps({k: report[k] for k in ("families_per_hour", "results_equal", "equal_to_earlier") if k in report}))
     return 0

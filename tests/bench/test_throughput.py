@@ -151,7 +151,7 @@ def test_each_family_is_kept_as_a_fingerprint_that_tells_one_task_apart(tmp_path
     assert a["median_step_s"] == 1.0 and a["eval_before_s"] == 2.0
 
 
-def _against(tmp_path, monkeypatch, earlier: dict, after0: list, extra: list = ()) -> dict:
+def _against(tmp_path, monkeypatch, earlier: dict, after0: list, mode: str = "") -> dict:
     """A run of mode 8mps whose families f0..f2 are written as given, measured --against an earlier JSON."""
     def fake_run(cmd, log):
         folder = Path(cmd[cmd.index("--out") + 1])
@@ -163,34 +163,61 @@ def _against(tmp_path, monkeypatch, earlier: dict, after0: list, extra: list = (
     out = tmp_path / "out"
     monkeypatch.setattr(sys, "argv", ["throughput.py", "--model", "m", "--families", "chain_sum", "--out", str(out),
                                       "--json", str(out / "t.json"), "--modes", "8mps",
-                                      "--against", str(tmp_path / "earlier.json"), *extra])
+                                      "--against", str(tmp_path / "earlier.json") + mode])
     assert throughput.main() == 0
     return output.read_json(out / "t.json")
 
 
 def test_against_an_earlier_run_compares_task_by_task_and_names_a_family_that_moved(tmp_path, monkeypatch):
     scores = {f"f{i}": [1] * 200 for i in range(3)} | {"f0": [1, 0] * 100}
-    earlier = {"modes": {"8mps": {"per_family": {k: {"before_sha256": throughput.fingerprint([1, 0] * 100),
-                                                     "after_sha256": throughput.fingerprint(v)}
+    earlier = {"modes": {"8mps": {"per_family": {k: {"before_sha256": throughput.fingerprint([1.0, 0.0] * 100),
+                                                     "after_sha256": throughput.fingerprint(v), "after_scores": v}
                                                  for k, v in scores.items()}}}}
     same = _against(tmp_path / "same", monkeypatch, earlier, [1, 0] * 100)
-    assert same["modes"]["8mps"]["against"]["equal"] is True and same["equal_to_earlier"] == {"8mps": True}
-    assert same["modes"]["8mps"]["against"]["by"] == "task-by-task scores"
+    told = same["modes"]["8mps"]["against"]
+    assert told["equal"] is True and same["equal_to_earlier"] == {"8mps": True}
+    assert (told["by_scores"], told["by_means"]) == (3, 0) and "equivalence" not in told
     moved = _against(tmp_path / "moved", monkeypatch, earlier, [0, 1] * 100)  # the same mean, every task the other way
-    assert moved["modes"]["8mps"]["against"]["equal"] is False and moved["modes"]["8mps"]["against"]["differing"] == ["f0"]
+    told = moved["modes"]["8mps"]["against"]
+    assert told["equal"] is False and told["differing"] == ["f0"] and moved["equal_to_earlier"] == {"8mps": False}
+    assert told["equivalence"]["per_family"]["f0"]["difference"] == 0.0  # the scores kept: the same result?
+    assert told["equivalence"]["equivalent"] is False  # ... not shown over 1 family of the 8 it needs
 
 
 def test_against_an_older_file_with_means_only_says_it_compared_means(tmp_path, monkeypatch):
     earlier = {"modes": {"8mps-b8": {"per_family": {f"f{i}": {"before_mean": 0.5, "after_mean": 0.5 if i == 0 else 1.0}
-                                                    for i in range(3)} | {"gone": {"before_mean": 0, "after_mean": 0}}}}}
-    got = _against(tmp_path, monkeypatch, earlier, [0, 1] * 100, ["--against", str(tmp_path / "earlier.json") + ":8mps-b8"])
+                                                    for i in range(3)}}}}
+    named = ":8mps-b8"
+    got = _against(tmp_path, monkeypatch, earlier, [0, 1] * 100, named)
     told = got["modes"]["8mps"]["against"]
-    assert told["equal"] is True and told["by"].startswith("means") and told["mode"] == "8mps-b8"
-    assert told["compared"] == 3 and told["missing"] == ["gone"]
+    assert told["equal"] is True and (told["by_scores"], told["by_means"]) == (0, 3) and told["mode"] == "8mps-b8"
+    earlier["modes"]["8mps-b8"]["per_family"]["f0"]["after_mean"] = 0.505
+    told = _against(tmp_path / "off", monkeypatch, earlier, [0, 1] * 100, named)["modes"]["8mps"]["against"]
+    assert told["equal"] is False and told["differing"] == ["f0"] and "equivalence" not in told  # no scores to test
+
+
+def test_against_a_mixed_file_compares_each_family_its_own_way(tmp_path, monkeypatch):
+    """One family kept as means only must not make the others' fingerprints go unread."""
+    right = {"before_sha256": throughput.fingerprint([1, 0] * 100), "after_sha256": throughput.fingerprint([1] * 200)}
+    earlier = {"modes": {"8mps": {"per_family": {
+        "f0": {"before_sha256": throughput.fingerprint([1, 0] * 100),
+               "after_sha256": throughput.fingerprint([1, 0] * 100)},  # f0 ran [0, 1] * 100: the same mean
+        "f1": {"before_mean": 0.5, "after_mean": 1.0}, "f2": right}}}}
+    told = _against(tmp_path, monkeypatch, earlier, [0, 1] * 100)["modes"]["8mps"]["against"]
+    assert (told["by_scores"], told["by_means"]) == (2, 1) and told["differing"] == ["f0"] and told["equal"] is False
+
+
+def test_against_a_partial_run_or_another_set_of_families_is_not_equal(tmp_path, monkeypatch):
+    right = {"before_sha256": throughput.fingerprint([1, 0] * 100), "after_sha256": throughput.fingerprint([1] * 200)}
+    earlier = {"modes": {"8mps": {"per_family": {"f1": right, "f2": right, "gone": right}}}}
+    told = _against(tmp_path, monkeypatch, earlier, [1] * 200)["modes"]["8mps"]["against"]
+    assert told["differing"] == [] and told["missing"] == ["gone"] and told["new"] == ["f0"]
+    assert told["equal"] is False
 
 
 @pytest.mark.parametrize("earlier, named", [(None, ""), ({"modes": {"8": {"per_family": {"f0": {}}}}}, ""),
-                                            ({"modes": {"8mps": {"families": 0}}}, "")])
+                                            ({"modes": {"8mps": {"families": 0}}}, ""),
+                                            ({"modes": {"8mps": {"per_family": {"f0": {}}}}}, ":8mps-b8")])
 def test_against_nothing_comparable_is_refused_before_anything_runs(tmp_path, monkeypatch, earlier, named):
     monkeypatch.setattr(throughput, "run", lambda cmd, log: pytest.fail("ran"))
     if earlier is not None:
@@ -201,3 +228,7 @@ def test_against_nothing_comparable_is_refused_before_anything_runs(tmp_path, mo
     with pytest.raises(SystemExit, match="--against"):
         throughput.main()
     assert not (tmp_path / "t.json").exists()
+
+
+def test_a_fingerprint_is_of_the_scores_not_of_how_they_were_written():
+    assert throughput.fingerprint([1, 0]) == throughput.fingerprint([1.0, 0.0]) != throughput.fingerprint([0, 1])
