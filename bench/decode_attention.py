@@ -9,8 +9,10 @@ temperature, up to TOKENS new tokens, the static cache, the decode step compiled
 one warm call; per decode step in ms. Then both sides decode the same batch greedily and the token ids are
 compared (equal rows, and where they first differ) -- the engine's self-check ran inside each side's first call
 too, against generate() on "sdpa", and its record is kept. --profile: where a side's call spends the GPU's time.
-Also: how often one sampled call reads a number back from the device (reads_back_per_call: each a wait for the
-GPU), and whether engine.draw equals torch.multinomial token for token on this device.
+Also: how often one sampled call made the host wait for the GPU (syncs_per_call, on a GPU: every synchronizing
+operation torch.cuda.set_sync_debug_mode sees, .item(), bool(), .tolist() and copies to the host among them;
+reads_back_per_call: the .item() and bool() reads alone, aten::_local_scalar_dense, which the CPU counts too), and
+whether engine.draw equals torch.multinomial token for token on this device.
 """
 from __future__ import annotations
 
@@ -72,6 +74,7 @@ def side(name: str, loaded, rows, trainee, repeats: int, profile: bool = False) 
             sampling.generate_ids(loaded.model, rows, sampled, len(rows), pad, eos)
             sync()
         reads_back = sum(e.name == "aten::_local_scalar_dense" for e in counted.events())
+        waits = syncs(lambda: sampling.generate_ids(loaded.model, rows, sampled, len(rows), pad, eos))
         greedy = sampling.generation_config(loaded.model, loaded.tokenizer, trainee, greedy=True, fast=True,
                                             max_cache_len=length)
         tokens = sampling.generate_ids(loaded.model, rows, greedy, len(rows), pad, eos)
@@ -81,10 +84,26 @@ def side(name: str, loaded, rows, trainee, repeats: int, profile: bool = False) 
     call = statistics.median(times)
     return {"first_call_s": round(first, 3), "call_s": [round(t, 4) for t in times], "median_call_s": round(call, 4),
             "decode_steps": steps, "ms_per_decode_step": round(1e3 * call / statistics.median(steps), 3),
-            "reads_back_per_call": reads_back, "engine": status["engine"], "why": status["why"],
+            "reads_back_per_call": reads_back, "syncs_per_call": waits, "engine": status["engine"], "why": status["why"],
             "checks": [{k: c[k] for k in ("rows", "identical_rows", "tied_rows", "differing_rows", "max_drift",
                                           "passed", "seconds")} for c in status["checks"]],
             "greedy": tokens, **({"kernels": kernels} if kernels else {})}
+
+
+def syncs(call) -> int | None:
+    """How often call() made the host wait for the GPU: the synchronizing operations torch.cuda.set_sync_debug_mode
+    warns of (a read of a number, .tolist(), a copy to the host). None on a CPU, where nothing waits."""
+    if not torch.cuda.is_available():
+        return None
+    import warnings
+    torch.cuda.set_sync_debug_mode("warn")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            call()
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+    return sum("synchroniz" in str(w.message) for w in caught)
 
 
 def draw_is_multinomial(device: str) -> bool:

@@ -20,7 +20,9 @@ def test_a_cpu_run_times_sdpa_against_decode_attention(tmp_path):
         assert side["engine"] == "static" and side["checks"] and all(c["passed"] for c in side["checks"])
         assert len(side["call_s"]) == 2 and min(side["call_s"]) <= side["median_call_s"] <= max(side["call_s"])
         assert side["ms_per_decode_step"] > 0 and max(side["decode_steps"]) <= 6
-        assert 0 < side["reads_back_per_call"] <= 2 * max(side["decode_steps"]) + 2  # on the CPU: a look each step
+        # .item() and bool() reads: a handful a call, fewer than multinomial's 2 a step alone; the looks' .tolist()
+        # are not among them. Waits for a GPU are counted on one only
+        assert 0 < side["reads_back_per_call"] < 2 * max(side["decode_steps"]) and side["syncs_per_call"] is None
     assert found["draw_equals_multinomial"] is True
     sdpa, ours = (found["sides"][n]["ms_per_decode_step"] for n in ("sdpa", "decode_attention"))
     assert found["speedup"] == round(sdpa / ours, 3)
