@@ -66,7 +66,7 @@ def test_counts_of_one_read_in_the_singular(synthetic):
 
 def test_a_run_where_no_family_has_finished_yet_still_reports(synthetic, tmp_path):
     """Predictions committed, every family still training (or not started): the report renders, and says so."""
-    from proof import runner, settings
+    from proof import runner
     s = synthetic({}, not_run=["chain_sum", "leg_counting"])
     html = runner.report_again(s.out).read_text()
     assert "<b>No environment has finished training yet</b>, so there is nothing to judge.</p>" in html

@@ -7,7 +7,6 @@ import time
 import pytest
 
 from shortlist import sources
-from shortlist import scoring
 from shortlist.scoring import scorer
 from shortlist.scoring import zygote
 from shortlist import trainee
