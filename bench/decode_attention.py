@@ -12,7 +12,7 @@ too, against generate() on "sdpa", and its record is kept. --profile: where a si
 Also: how often one sampled call made the host wait for the GPU (syncs_per_call, on a GPU: every synchronizing
 operation torch.cuda.set_sync_debug_mode sees, .item(), bool(), .tolist() and copies to the host among them;
 reads_back_per_call: the .item() and bool() reads alone, aten::_local_scalar_dense, which the CPU counts too), and
-whether engine.draw equals torch.multinomial token for token on this device.
+whether multinomial.draw equals torch.multinomial token for token on this device.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from shortlist import provenance, sources  # noqa: E402
-from shortlist.generation import decode_attention, engine, sampling  # noqa: E402
+from shortlist.generation import decode_attention, engine, multinomial, sampling  # noqa: E402
 from shortlist.trainee import resolve  # noqa: E402
 
 FAMILY = "chain_sum(max_terms=2, max_digits=1)"
@@ -107,12 +107,12 @@ def syncs(call) -> int | None:
 
 
 def draw_is_multinomial(device: str) -> bool:
-    """engine.draw against torch.multinomial on this device: the same tokens and the same random state after."""
+    """multinomial.draw against torch.multinomial on this device: the same tokens and the same random state after."""
     probs = torch.softmax(4 * torch.randn(64, 151936, generator=torch.Generator().manual_seed(0)), -1).to(device)
     torch.manual_seed(7)
     theirs, after_theirs = torch.multinomial(probs, 1).squeeze(1), torch.rand(4, device=device)
     torch.manual_seed(7)
-    ours, after_ours = engine.draw(probs), torch.rand(4, device=device)
+    ours, after_ours = multinomial.draw(probs), torch.rand(4, device=device)
     return bool(torch.equal(ours, theirs) and torch.equal(after_ours, after_theirs))
 
 

@@ -45,6 +45,7 @@ import torch
 import transformers
 
 from shortlist.generation import decode_attention
+from shortlist.generation.multinomial import draw, refused, valid
 from shortlist.models import hf_internals, precision
 
 VERIFIED = ("5.24.0",)  # transformers versions on which decode_static equalled generate() token for token
@@ -305,26 +306,6 @@ def _copy(config):
     return copy.deepcopy(config)
 
 
-def draw(probs: torch.Tensor) -> torch.Tensor:
-    """One token per row, as torch.multinomial(probs, 1) draws it, without its checks: the same algorithm
-    (argmax of probs / q, q ~ Exp(1): the Gumbel-max trick) on the same random stream, so the same tokens
-    (tests). multinomial checks its input with two .item() calls, each a wait for the GPU; the loop checks
-    refused() rows instead at its looks, where it waits anyway."""
-    return (probs / torch.empty_like(probs).exponential_(1)).argmax(dim=-1)
-
-
-def refused(probs: torch.Tensor) -> torch.Tensor:
-    """Rows torch.multinomial would refuse: an inf, a nan or a negative probability, or none above 0."""
-    return ~((probs.amax(dim=-1) < math.inf) & (probs.amin(dim=-1) >= 0)) | (probs.sum(dim=-1) == 0)
-
-
-def _valid(bad: bool) -> None:
-    """Raise what generate() would have raised (torch.multinomial's own refusal) where a sampled row was invalid."""
-    if bad:
-        raise RuntimeError("the fast engine's sampling: probability tensor contains either `inf`, `nan` or element < 0, "
-                           "or a row sums to 0 (torch.multinomial, and so generate(), refuses such scores)")
-
-
 def completion_ids(generated: torch.Tensor, prompt_width: int, eos: list[int]) -> list[list[int]]:
     """Each completion up to and including its first eos, as TRL masks them."""
     out = []
@@ -349,7 +330,7 @@ def _decode_static(model, ids: torch.Tensor, mask: torch.Tensor, config, eos: li
     On an H200 generate() spends ~6 ms a decode step around a compiled forward that needs far less
     (SmolLM2-135M, 32 rows). This loop does what generate()'s _sample does, op for op (the same
     logits processors, built by generate()'s own _get_logits_processor; softmax and multinomial's
-    draw (draw()), or argmax; finished rows fed the pad token), with inputs of one shape so the forward replays as a
+    draw (multinomial.draw()), or argmax; finished rows fed the pad token), with inputs of one shape so the forward replays as a
     CUDA graph, and it checks for the end every STOP_CHECK_EVERY steps instead of every step.
     Returns None where it cannot stand in for generate(): a processor that reads earlier tokens
     (repetition penalty, minimum length...). With tops (a list), each step's top_scores of the
@@ -394,7 +375,7 @@ def _decode_static(model, ids: torch.Tensor, mask: torch.Tensor, config, eos: li
     for step in range(1, steps):
         if step % look_every == 0:  # one wait for the GPU: both flags at once
             going, bad = torch.stack([unfinished.any(), invalid.any()]).tolist()
-            _valid(bad)
+            valid(bad)
             if not going:
                 break
         logits = forward(input_ids=token[:, None], attention_mask=attention, position_ids=position, cache=cache,
@@ -403,5 +384,5 @@ def _decode_static(model, ids: torch.Tensor, mask: torch.Tensor, config, eos: li
         unfinished &= ~torch.isin(token, eos_ids)
         tokens.append(token)
         position, slot = position + 1, slot + 1
-    _valid(bool(invalid.any()))
+    valid(bool(invalid.any()))
     return completion_ids(torch.cat([ids, torch.stack(tokens, dim=1)], dim=1), width, eos)
