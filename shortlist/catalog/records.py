@@ -7,7 +7,7 @@ import dataclasses
 import re
 from dataclasses import dataclass, field, fields
 
-from shortlist import defaults, output, sources
+from shortlist import defaults, output, scoring, sources
 from shortlist.errors import OneLine
 from shortlist.screening import METRICS, Screen
 from shortlist.sources import levels as levels_
@@ -161,8 +161,10 @@ class Plan:
         served = {"reasoning_gym": source.get().VERSION} if self.source.name == source.DEFAULT else {
             "source": source.identity(self.source.name)}  # a server's URL, environment and version too
         asked = self.trainee.for_source(self.source.name)  # as it asks and reads the source: a change of its shows
+        # the model's answers are scored again past a deadline (screening.screen_tasks): a row scored without
+        # (a walk written before f9ada33) could hold a loaded machine's timeouts as zeros, so it is screened again
         return {"model": self.model_identity, "trainee": asked.as_dict(), "tasks": self.tasks,
-                "first_seed": self.first_seed, "seed": self.seed, **served}
+                "first_seed": self.first_seed, "seed": self.seed, "score_retries": scoring.RETRIES, **served}
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self) | {"families": list(self.families), "trainee": self.trainee.as_dict(),

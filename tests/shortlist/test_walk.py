@@ -5,7 +5,7 @@ import time
 import pytest
 
 from shortlist.catalog import run as catalog
-from shortlist import screening
+from shortlist import screening, scoring
 from shortlist import trainee
 from shortlist.catalog import walk
 from shortlist.catalog.records import Row
@@ -111,6 +111,19 @@ def test_a_rerun_screens_again_under_another_model_revision(tmp_path, fake_scree
     screened.clear()
     catalog.run(plan(tmp_path, ["chain_sum"]))
     assert screened == [("chain_sum", 0), ("chain_sum", 1)]  # two below the band: the walk's stop
+
+
+def test_a_walk_written_before_screens_scored_again_past_their_deadline_is_screened_again(tmp_path, fake_screens):
+    screened = fake_screens({})
+    catalog.run(plan(tmp_path, ["chain_sum"]))
+    walk = tmp_path / "cat" / "families" / "chain_sum.json"
+    written = json.loads(walk.read_text())
+    assert written["identity"]["score_retries"] == scoring.RETRIES
+    del written["identity"]["score_retries"]  # as f9ada33's parent wrote it: its zeros may be timeouts
+    walk.write_text(json.dumps(written))
+    screened.clear()
+    catalog.run(plan(tmp_path, ["chain_sum"]))
+    assert screened == [("chain_sum", 0), ("chain_sum", 1)]
 
 
 def test_the_budget_stops_new_screens_and_reports_what_it_did_not_reach(tmp_path, fake_screens, monkeypatch):
