@@ -106,16 +106,6 @@ def syncs(call) -> int | None:
     return sum("synchroniz" in str(w.message) for w in caught)
 
 
-def draw_is_multinomial(device: str) -> bool:
-    """multinomial.draw against torch.multinomial on this device: the same tokens and the same random state after."""
-    probs = torch.softmax(4 * torch.randn(64, 151936, generator=torch.Generator().manual_seed(0)), -1).to(device)
-    torch.manual_seed(7)
-    theirs, after_theirs = torch.multinomial(probs, 1).squeeze(1), torch.rand(4, device=device)
-    torch.manual_seed(7)
-    ours, after_ours = multinomial.draw(probs), torch.rand(4, device=device)
-    return bool(torch.equal(ours, theirs) and torch.equal(after_ours, after_theirs))
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True, help="a model folder, tiny, or qwen3-shape (built under --work)")
@@ -142,7 +132,7 @@ def main() -> None:
               "max_new_tokens": args.tokens, "config": {k: getattr(loaded.model.config, k, None) for k in (
                   "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "hidden_size")},
               "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
-              "draw_equals_multinomial": draw_is_multinomial("cuda" if torch.cuda.is_available() else "cpu"),
+              "draw_equals_multinomial": multinomial.matches_torch("cuda" if torch.cuda.is_available() else "cpu"),
               "sides": {}}
     for name in ("sdpa", "decode_attention"):
         result["sides"][name] = side(name, loaded, rows, trainee, args.repeats, args.profile)

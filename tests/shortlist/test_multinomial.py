@@ -7,12 +7,17 @@ from shortlist.generation import multinomial
 
 
 def test_draw_is_multinomial_token_for_token_on_the_same_random_stream():
-    probs = torch.softmax(torch.randn(32, 500, generator=torch.Generator().manual_seed(0)) * 4, dim=-1)
-    torch.manual_seed(3)
-    theirs, after_theirs = torch.multinomial(probs, 1).squeeze(1), torch.rand(3)
-    torch.manual_seed(3)
-    ours, after_ours = multinomial.draw(probs), torch.rand(3)
-    assert torch.equal(ours, theirs) and torch.equal(after_ours, after_theirs)
+    assert multinomial.matches_torch("cpu", rows=32, vocabulary=500)
+    assert multinomial.matches_torch("cpu")  # Qwen3's vocabulary, as bench/decode_attention.py asks a GPU
+
+
+def test_the_contract_sees_a_draw_that_differs(monkeypatch):
+    """matches_torch() is what a GPU's bench reports: it must say False for a draw that is not multinomial's."""
+    monkeypatch.setattr(multinomial, "draw", lambda probs: probs.argmax(dim=-1))  # greedy: other tokens
+    assert not multinomial.matches_torch("cpu", rows=32, vocabulary=500)
+    monkeypatch.setattr(multinomial, "draw", lambda probs: (probs / torch.empty_like(probs).exponential_(1).
+                                                            exponential_(1)).argmax(dim=-1))  # the stream moved on
+    assert not multinomial.matches_torch("cpu", rows=32, vocabulary=500)
 
 
 @pytest.mark.parametrize("row", [[0.5, float("inf"), 0.5], [0.5, float("nan"), 0.5], [0.6, -0.1, 0.5], [0.0, 0.0, 0.0]])
