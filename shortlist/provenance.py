@@ -1,13 +1,61 @@
-"""What produced a file: package versions, the machine and its GPU, and when."""
+"""What produced a file: package versions, this code's own fingerprint, the machine and its GPU, and when.
+
+The code's fingerprint (code()) is a SHA-256 over the files that make a run (CODE: the packages, notebooks, bench
+scripts and the pins), read from the tree that runs, not from git: a copied tree's .git may name another commit
+(the GPU machine's copy said ce781fb for 166d27b's tree). bench/commit_of.py finds the commit whose files give it.
+"""
 from __future__ import annotations
 
 import datetime
+import functools
+import hashlib
 import importlib.metadata
 import os
 import platform
+from pathlib import Path
 
 PACKAGES = ("torch", "transformers", "trl", "peft", "accelerate", "datasets", "reasoning-gym", "numpy", "scipy",
             "papermill", "nbconvert")
+
+
+ROOT = Path(__file__).resolve().parent.parent
+CODE = ("shortlist/", "proof/", "notebooks/", "bench/", "pyproject.toml", "requirements.txt")
+NOT_CODE = ("bench/results/",)  # what runs write beside the code
+
+
+def counts(path: str) -> bool:
+    """Whether a file (its path from the repository's root, with /) is part of the code's fingerprint."""
+    parts = path.split("/")
+    return (path.startswith(CODE) or path in CODE) and not path.startswith(NOT_CODE) and "__pycache__" not in parts \
+        and not path.endswith(".pyc") and not any(p.startswith(".") or p.endswith(".egg-info") for p in parts)
+
+
+def fingerprint(files) -> str:
+    """SHA-256 over (path, content) pairs, in path order: the same files give the same digest wherever they lie."""
+    digest = hashlib.sha256()
+    for path, content in sorted(files):
+        digest.update(f"{path}\0{len(content)}\0".encode())
+        digest.update(content)
+    return digest.hexdigest()
+
+
+def code_files(root: Path = ROOT):
+    """The (path, content) pairs counts() keeps under root."""
+    for top in CODE:  # not the whole root: a virtual environment lies there too
+        here = root / top
+        found = [here] if here.is_file() else [Path(d) / name for d, _, names in os.walk(here) for name in names]
+        for path in found:  # os.walk follows no link; a link (proof/notebooks) is not a file counted here
+            rel = path.relative_to(root).as_posix()
+            if not path.is_symlink() and path.is_file() and counts(rel):
+                yield rel, path.read_bytes()
+
+
+@functools.cache
+def code(root: Path = ROOT) -> str | None:
+    """This code's fingerprint, "sha256:" and its first 16 hex digits; None where its files are not there (an
+    installed wheel without the repository)."""
+    files = list(code_files(root))
+    return f"sha256:{fingerprint(files)[:16]}" if files else None
 
 
 def now() -> str:
@@ -15,7 +63,7 @@ def now() -> str:
 
 
 def versions() -> dict:
-    out = {"python": platform.python_version()}
+    out = {"python": platform.python_version(), "shortlist code": code()}
     for name in PACKAGES:
         try:
             out[name] = importlib.metadata.version(name)

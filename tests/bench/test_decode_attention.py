@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from shortlist import provenance
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -16,6 +18,7 @@ def test_a_cpu_run_times_sdpa_against_decode_attention(tmp_path):
                    env=os.environ | {"SHORTLIST_COMMIT": "abc1234"})
     found = json.loads(out.read_text())
     assert found["commit"] == "abc1234" and found["rows"] == 8 and found["max_new_tokens"] == 6
+    assert found["versions"]["shortlist code"] == provenance.code()  # what ran, whatever the commit field says
     for side in found["sides"].values():
         assert side["engine"] == "static" and side["checks"] and all(c["passed"] for c in side["checks"])
         assert len(side["call_s"]) == 2 and min(side["call_s"]) <= side["median_call_s"] <= max(side["call_s"])
