@@ -87,8 +87,8 @@ def warnings(report: Report) -> list[str]:
             by_family.setdefault(key, []).append(
                 f"{counts['timeouts']} of {counts['answers']} answers ({counts['timeouts'] / counts['answers']:.1%}) "
                 f"passed the scoring deadline of {report.settings['score_deadline_s']} s and scored 0")
-        retried = [f"{n} {where}" for n, where in ((report.prediction(key).get("scoring", {}).get("retried", 0),
-                                                    "screening"), (_retried(report, key), "evaluation")) if n]
+        retried = [f"{part.get('retried', 0)} {where}" for where, part in _scoring_parts(report, key)
+                   if part.get("retried", 0)]
         if retried:
             by_family.setdefault(key, []).append(f"{' and '.join(retried)} answers passed the scoring deadline and "
                                                  f"were scored again (a loaded machine)")
@@ -102,17 +102,19 @@ def warnings(report: Report) -> list[str]:
 SCORING = ("answers", "unextracted", "timeouts", "crashes", "exceptions", "non_finite", "clamped", "refused")
 
 
-def _retried(report: Report, key: str) -> int:
-    """Evaluation answers that passed the scoring deadline and were scored again (scoring.RETRIES)."""
+def _scoring_parts(report: Report, key: str) -> tuple:
+    """A family's two scoring records: its screen's (predictions.json) and its run's (the result: training's
+    rewards and the evaluations, of which only the evaluations are scored again, hence the name; a family without
+    a result has an empty one)."""
     result = report.results.get(key)
-    return result.scoring.get("retried", 0) if isinstance(result, FamilyResult) else 0
+    return (("screening", report.prediction(key).get("scoring", {})),
+            ("evaluation", result.scoring if isinstance(result, FamilyResult) else {}))
 
 
 def scoring_counts(report: Report, key: str) -> dict:
     """What the scorer did with a family's answers, screening and training together."""
     counts = dict.fromkeys(SCORING, 0)
-    result = report.results.get(key)
-    for part in (report.prediction(key).get("scoring", {}), result.scoring if isinstance(result, FamilyResult) else {}):
+    for _, part in _scoring_parts(report, key):
         for c in SCORING:
             counts[c] += part.get(c, 0)
     return counts
