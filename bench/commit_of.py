@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -27,7 +28,7 @@ def recorded(value) -> set[str]:
     """Every fingerprint a JSON document records (its versions' KEY, at any depth)."""
     found = set()
     if isinstance(value, dict):
-        if isinstance(value.get(KEY), str):
+        if isinstance(value.get(KEY), str) and value[KEY].startswith("sha256:"):  # not None, not "unknown (...)"
             found.add(value[KEY])
         for v in value.values():
             found |= recorded(v)
@@ -47,17 +48,21 @@ def of_commit(repo: Path, commit: str, blobs: dict) -> str:
     for entry in _git(repo, "ls-tree", "-r", "-z", commit).split(b"\0"):
         if not entry:
             continue
-        meta, path = entry.split(b"\t", 1)
+        meta, raw = entry.split(b"\t", 1)
         mode, kind, sha = meta.split()
-        if kind == b"blob" and mode != b"120000" and provenance.counts(path.decode()):
-            wanted.append((path.decode(), sha.decode()))
+        path = os.fsdecode(raw)  # as os.walk names it on this machine
+        if kind == b"blob" and mode != b"120000" and provenance.counts(path):
+            wanted.append((path, sha.decode()))
     missing = sorted({sha for _, sha in wanted if sha not in blobs})
     if missing:
         out = _git(repo, "cat-file", "--batch", data="".join(f"{s}\n" for s in missing).encode())
         at = 0
         for sha in missing:
             header_end = out.index(b"\n", at)
-            size = int(out[at:header_end].split()[2])
+            header = out[at:header_end].split()
+            if len(header) != 3:  # "<sha> missing": a shallow or damaged clone
+                raise SystemExit(f"commit_of: git has no object {sha} of {commit} ({out[at:header_end].decode()!r})")
+            size = int(header[2])
             blobs[sha] = out[header_end + 1:header_end + 1 + size]
             at = header_end + 1 + size + 1
     return f"sha256:{provenance.fingerprint((path, blobs[sha]) for path, sha in wanted)[:16]}"

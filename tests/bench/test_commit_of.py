@@ -28,6 +28,8 @@ def _repo(tmp_path: Path) -> Path:
         (repo / path).parent.mkdir(parents=True, exist_ok=True)
         (repo / path).write_text(text)
     (repo / "proof" / "notebooks").symlink_to("../notebooks")  # as the repository has it
+    (repo / "requirements.txt.bak").write_text("not a pin\n")  # beside a counted file's name: not counted
+    (repo / "shortlist" / os.fsdecode(b"caf\xe9.py")).write_text("E = 1\n")  # a name that is not UTF-8
     _git(repo, "init", "-q")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", "first")
@@ -42,7 +44,8 @@ def test_a_checkout_and_its_commit_give_one_fingerprint_and_an_edit_to_the_code_
     repo = _repo(tmp_path)
     first = _git(repo, "rev-parse", "HEAD").strip()
     assert {p for p, _ in provenance.code_files(repo)} == {"shortlist/a.py", "proof/b.py", "notebooks/n.ipynb",
-                                                           "bench/c.py", "requirements.txt"}
+                                                           "bench/c.py", "requirements.txt",
+                                                           "shortlist/" + os.fsdecode(b"caf\xe9.py")}
     assert commit_of.matches(repo, {_code(repo)}, 10) == [(first, _code(repo))]
     # what runs write beside the code, compiled files and the README do not move it
     (repo / "bench" / "results" / "r.json").write_text('{"new": 1}\n')
@@ -83,8 +86,29 @@ def test_every_file_a_run_writes_carries_this_codes_fingerprint():
 def test_this_repository_at_head_matches_its_own_fingerprint_where_its_code_is_unchanged():
     root = provenance.ROOT
     if not (root / ".git").exists() or subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "--", *provenance.CODE], capture_output=True,
+            ["git", "-C", str(root), "status", "--porcelain", "--", *provenance.FOLDERS, *provenance.FILES], capture_output=True,
             text=True).stdout.strip():
         pytest.skip("no .git here, or the code has uncommitted changes")
     head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     assert commit_of.matches(root, {provenance.code()}, 1) == [(head, provenance.code())]
+
+
+def test_an_installed_package_or_an_unreadable_file_gives_no_fingerprint_and_no_failure(tmp_path, monkeypatch):
+    repo = _repo(tmp_path)
+    assert provenance.code(repo) is None  # no pyproject.toml beside the packages: not a checkout (pip install .)
+    (repo / "pyproject.toml").write_text("[project]\n")
+    readable = tmp_path / "readable"
+    (repo).rename(readable)
+    assert provenance.code(readable) == _code(readable) and _code(readable).startswith("sha256:")
+    real = Path.read_bytes
+
+    def denied(self):
+        if self.name == "b.py":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+    monkeypatch.setattr(Path, "read_bytes", denied)
+    said = provenance.code(tmp_path / "readable" / ".." / "readable")  # another key: the cache holds the first
+    assert said.startswith("unknown (PermissionError") and "b.py" in said
+    result = tmp_path / "r.json"
+    result.write_text(json.dumps({"versions": {"shortlist code": said}}))
+    assert commit_of.main([str(result), "--repo", str(readable)]) == 2  # nothing to look for, said so

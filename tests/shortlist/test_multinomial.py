@@ -15,8 +15,13 @@ def test_the_contract_sees_a_draw_that_differs(monkeypatch):
     """matches_torch() is what a GPU's bench reports: it must say False for a draw that is not multinomial's."""
     monkeypatch.setattr(multinomial, "draw", lambda probs: probs.argmax(dim=-1))  # greedy: other tokens
     assert not multinomial.matches_torch("cpu", rows=32, vocabulary=500)
-    monkeypatch.setattr(multinomial, "draw", lambda probs: (probs / torch.empty_like(probs).exponential_(1).
-                                                            exponential_(1)).argmax(dim=-1))  # the stream moved on
+    real = multinomial.draw
+
+    def one_more_number(probs):  # the right tokens, then one number more from the stream: every later step shifts
+        drawn = real(probs)
+        torch.rand(1, device=probs.device)
+        return drawn
+    monkeypatch.setattr(multinomial, "draw", one_more_number)
     assert not multinomial.matches_torch("cpu", rows=32, vocabulary=500)
 
 
