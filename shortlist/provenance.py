@@ -49,6 +49,8 @@ def code_files(root: Path = ROOT):
         raise e
     for top in FILES + FOLDERS:  # not the whole root: a virtual environment lies there too
         here = root / top
+        if not here.exists():  # a tree without bench/, say: nothing of it to count (it matches no commit)
+            continue
         found = [here] if top in FILES else [Path(d) / n for d, _, names in os.walk(here, onerror=refuse)
                                               for n in names]
         for path in found:  # os.walk follows no link; a link (proof/notebooks) is not a file counted here

@@ -3,8 +3,9 @@
 multinomial checks its input with two .item() calls (pytorch#108968), each a wait for the GPU at every
 decode step. draw() is its own fast path for one sample, the same algorithm on the same random stream, so
 the same tokens (the contract, matches_torch(): tests/shortlist/test_multinomial.py on the CPU, and
-bench/decode_attention.py's draw_equals_multinomial on a GPU); refused() flags on the device the rows multinomial would refuse, and valid()
-raises multinomial's refusal where the loop waits anyway (its looks, its end).
+bench/decode_attention.py's draw_equals_multinomial on a GPU); refused() flags on the device the rows
+multinomial would refuse, and valid() raises multinomial's refusal where the loop waits anyway (its looks,
+its end).
 """
 from __future__ import annotations
 

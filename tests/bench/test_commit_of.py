@@ -2,6 +2,7 @@
 a .git that may be another commit's), and a tree with uncommitted changes matches no commit."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -100,6 +101,10 @@ def test_an_installed_package_or_an_unreadable_file_gives_no_fingerprint_and_no_
     readable = tmp_path / "readable"
     (repo).rename(readable)
     assert provenance.code(readable) == _code(readable) and _code(readable).startswith("sha256:")
+    without = tmp_path / "without"
+    shutil.copytree(readable, without, symlinks=True)
+    shutil.rmtree(without / "bench")  # a folder missing is nothing to count, not an unreadable tree
+    assert provenance.code(without).startswith("sha256:") and provenance.code(without) != _code(readable)
     real = Path.read_bytes
 
     def denied(self):
